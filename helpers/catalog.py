@@ -1,0 +1,205 @@
+"""The catalog: every kernel the book ships, with its parameters and rules.
+
+One :class:`Kernel` entry per kernel variant says which file and entry point
+it is, which compile-time parameters it takes (with the values its slider
+offers), how to launch it (block, grid, dynamic shared memory) and which rules
+a shape and a parameter set must satisfy. The rules are plain Python, checked
+before compiling or launching, so a bad slider value is a ValueError, never a
+CUDA fault.
+
+Conventions (see kernels/README.md): row-major matrices; GEMM computes
+``C[M, N] = A[M, K] @ B[K, N]`` with lda = K, ldb = N, ldc = N, except where
+``layout == "NT"`` (B is passed as Bt[N, K]). Transpose kernels map
+``in[ROWS, COLS]`` to ``out[COLS, ROWS]``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import ceil
+from typing import Callable
+
+from .checks import Rule, multiple_of, one_of, positive_int, require, require_all
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _index_model(key):
+    """owner() of helpers/mapping.py for ``key`` (imported lazily: mapping imports this module)."""
+    def owner(p, shape):
+        from . import mapping
+        return mapping.owner(key, p, shape)
+    return owner
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel variant of the book.
+
+    Attributes: ``key`` (unique id), ``chapter``, ``title`` (for tables),
+    ``file`` and ``entry`` (in kernels/), ``op`` ("gemm" or "transpose"/"copy"),
+    ``dtype`` of the inputs and ``out_dtype``, ``layout`` ("NN" or "NT"),
+    ``defaults`` (compile-time parameters, passed as -D), ``choices`` (values
+    a slider offers per parameter), ``fixed`` (-D values the variant always
+    sets, e.g. PAD=1), ``block(p)``, ``grid(p, shape)``, ``smem(p)`` (dynamic
+    shared memory, bytes), ``rules(p, shape)`` (list of Rule tuples) and
+    ``align`` (bytes the data pointers must be aligned to) and ``sweep``
+    (the parameter sets of the chapter's recorded slider sweep), and
+    ``owner(p, shape)``: the index model, an int array (M, N) holding, for each
+    C element, ``blockLinear * 1024 + threadLinear`` of the thread that writes
+    it (what the kernel's ``-DRECORD_OWNER=1`` build records), or None; and
+    ``global_bytes(p, shape)``: bytes the kernel's loads and stores request
+    from global memory (before any cache), which gives its actual arithmetic
+    intensity on the roofline, or None.
+    """
+    key: str
+    chapter: int
+    title: str
+    file: str
+    entry: str
+    op: str
+    block: Callable[[dict], tuple]
+    grid: Callable[[dict, tuple], tuple]
+    dtype: str = "float32"
+    out_dtype: str = "float32"
+    layout: str = "NN"
+    defaults: dict = field(default_factory=dict)
+    choices: dict = field(default_factory=dict)
+    fixed: dict = field(default_factory=dict)
+    smem: Callable[[dict], int] = lambda p: 0
+    rules: Callable[[dict, tuple], list] = lambda p, s: []
+    align: int = 4
+    sweep: tuple = ()
+    owner: Callable | None = None
+    global_bytes: Callable | None = None
+
+    def configs(self) -> list[dict]:
+        """Every parameter set the book ships for this kernel: the defaults
+        plus each point of its recorded sweep (``sweep``, partial dicts over
+        the defaults). The nvcc compile test and the GPU suite cover these."""
+        out = [dict(self.defaults)]
+        for pt in self.sweep:
+            q = {**self.defaults, **pt}
+            if q not in out:
+                out.append(q)
+        return out
+
+    def params(self, **overrides) -> dict:
+        """Defaults updated with ``overrides``; an unknown name is a ValueError."""
+        for k, v in overrides.items():
+            require(k in self.defaults, k, v,
+                    f"is not a parameter of {self.key} (it takes {sorted(self.defaults) or 'none'})")
+            require(isinstance(v, int) and not isinstance(v, bool), k, v, "must be an integer")
+        return {**self.defaults, **overrides}
+
+    def defines(self, p: dict) -> dict:
+        return {**p, **self.fixed}
+
+    def threads(self, p: dict) -> int:
+        b = self.block(p)
+        return b[0] * b[1] * b[2]
+
+    def validate(self, p: dict, shape: tuple, smem_limit: int | None = None) -> None:
+        """Check every rule for parameters ``p`` and ``shape`` ((M, N, K) or
+        (ROWS, COLS)); raise ValueError naming the first violated one."""
+        require_all(positive_int(n, v) for n, v in zip(self.dims, shape))
+        for name, allowed in self.choices.items():
+            if name in p:
+                require(p[name] in allowed, name, p[name], f"must be one of {tuple(allowed)} for {self.key}")
+        t = self.threads(p)
+        require(t <= 1024, "threads per block", t, "must be <= 1024 (block = " + str(self.block(p)) + ")")
+        require(t % 32 == 0, "threads per block", t, "must be a multiple of 32 (whole warps)")
+        require_all(self.rules(p, shape))
+        if smem_limit is not None:
+            s = self.smem(p)
+            require(s <= smem_limit, "dynamic shared memory (bytes)", s,
+                    f"must be <= {smem_limit}, the per-block opt-in limit of this GPU")
+
+    @property
+    def dims(self) -> tuple:
+        return ("M", "N", "K") if self.op == "gemm" else ("ROWS", "COLS")
+
+
+KERNELS: dict[str, Kernel] = {}
+
+
+def register(k: Kernel) -> Kernel:
+    if k.key in KERNELS:
+        raise ValueError(f"duplicate kernel key {k.key!r}")
+    KERNELS[k.key] = k
+    return k
+
+
+def get(key: str) -> Kernel:
+    """The catalog entry ``key``; KeyError lists the known keys."""
+    try:
+        return KERNELS[key]
+    except KeyError:
+        raise KeyError(f"kernel={key!r}: unknown; known kernels: {', '.join(KERNELS)}") from None
+
+
+def chapter(n: int) -> list[Kernel]:
+    return [k for k in KERNELS.values() if k.chapter == n]
+
+
+# ------------------------------------------------------------------ chapter 0
+def _transpose_rules(p, s):
+    return [(p["TILE"] % p["BLOCK_ROWS"] == 0, "BLOCK_ROWS", p["BLOCK_ROWS"],
+             f"must divide TILE={p['TILE']} (each thread moves TILE/BLOCK_ROWS elements)")]
+
+
+_T = dict(chapter=0, file="00_transpose.cu", op="transpose",
+          sweep=tuple({"TILE": t, "BLOCK_ROWS": r} for t, r in
+                      ((32, 2), (32, 4), (32, 8), (32, 16), (32, 32), (16, 4), (16, 8), (64, 4), (64, 8), (64, 16))),
+          defaults={"TILE": 32, "BLOCK_ROWS": 8},
+          choices={"TILE": (16, 32, 64), "BLOCK_ROWS": (2, 4, 8, 16, 32)},
+          block=lambda p: (p["TILE"], p["BLOCK_ROWS"], 1),
+          grid=lambda p, s: (cdiv(s[1], p["TILE"]), cdiv(s[0], p["TILE"]), 1),
+          rules=_transpose_rules)
+register(Kernel(key="copy_tiled", title="copy (upper bound)", entry="copy_tiled", **{**_T, "op": "copy"}))
+register(Kernel(key="transpose_naive", title="naive transpose", entry="transpose_naive", **_T))
+register(Kernel(key="transpose_shared", title="shared-memory tile", entry="transpose_shared", **_T))
+register(Kernel(key="transpose_padded", title="padded tile (+1)", entry="transpose_shared",
+                fixed={"PAD": 1}, **_T))
+
+# ------------------------------------------------------------------ chapter 1
+_BLOCKS = tuple({"BLOCK_X": x, "BLOCK_Y": y} for x, y in
+                ((32, 1), (32, 2), (32, 4), (32, 8), (32, 16), (32, 32), (16, 16), (8, 32), (64, 4), (64, 8)))
+_N = dict(chapter=1, file="01_naive.cu", op="gemm", sweep=_BLOCKS,
+          defaults={"BLOCK_X": 32, "BLOCK_Y": 8},
+          choices={"BLOCK_X": (8, 16, 32, 64), "BLOCK_Y": (1, 2, 4, 8, 16, 32)},
+          block=lambda p: (p["BLOCK_X"], p["BLOCK_Y"], 1))
+# Every FMA loads one float of A and one of B: 8 bytes per 2 FLOP, plus C once.
+_naive_bytes = lambda p, s: 8 * s[0] * s[1] * s[2] + 4 * s[0] * s[1]
+register(Kernel(key="naive_xfirst", title="naive, x-first (uncoalesced)", entry="sgemm_naive_xfirst",
+                owner=_index_model("naive_xfirst"), global_bytes=_naive_bytes,
+                grid=lambda p, s: (cdiv(s[0], p["BLOCK_X"]), cdiv(s[1], p["BLOCK_Y"]), 1), **_N))
+register(Kernel(key="naive_yfirst", title="naive, y-first (coalesced)", entry="sgemm_naive_yfirst",
+                owner=_index_model("naive_yfirst"), global_bytes=_naive_bytes,
+                grid=lambda p, s: (cdiv(s[1], p["BLOCK_X"]), cdiv(s[0], p["BLOCK_Y"]), 1), **_N))
+
+# ------------------------------------------------------------------ chapter 2
+_V = dict(chapter=2, file="02_vectorized.cu", op="gemm", align=16, sweep=_BLOCKS,
+          defaults={"BLOCK_X": 32, "BLOCK_Y": 8},
+          choices={"BLOCK_X": (8, 16, 32, 64), "BLOCK_Y": (1, 2, 4, 8, 16, 32)},
+          block=lambda p: (p["BLOCK_X"], p["BLOCK_Y"], 1))
+# vec4: per 4 k-steps a thread loads one A float4 and four B float4 for 16 FMAs:
+# A bytes = M*(N/4)*K*4, B bytes = M*(N/4)*K*16, i.e. 5*M*N*K in all.
+register(Kernel(key="vec4", title="float4, 1x4 strip per thread", entry="sgemm_vec4",
+                owner=_index_model("vec4"), global_bytes=lambda p, s: 5 * s[0] * s[1] * s[2] + 4 * s[0] * s[1],
+                grid=lambda p, s: (cdiv(s[1], 4 * p["BLOCK_X"]), cdiv(s[0], p["BLOCK_Y"]), 1),
+                rules=lambda p, s: [multiple_of("K", s[2], 4, "float4 loads along the rows of A"),
+                                    multiple_of("N", s[1], 4, "float4 loads along the rows of B and C")],
+                **_V))
+register(Kernel(key="kmajor", title="K-major B (Bt), float4 along k", entry="sgemm_kmajor", layout="NT",
+                owner=_index_model("kmajor"), global_bytes=_naive_bytes,
+                grid=lambda p, s: (cdiv(s[1], p["BLOCK_X"]), cdiv(s[0], p["BLOCK_Y"]), 1),
+                rules=lambda p, s: [multiple_of("K", s[2], 4, "float4 loads along k of A and Bt")],
+                **_V))
+
+# ------------------------------------------------------------------ chapters 3-5
+# (CUDA-core FP32: shared-memory tiling, bank conflicts, register/warp tiling)
+
+# ------------------------------------------------------------------ chapters 6-7
+# (Tensor Cores: WMMA, mma.sync + ldmatrix + swizzle + cp.async pipeline)

@@ -1,0 +1,117 @@
+"""Recorded measurements: ``results/<gpu-slug>.json`` and where they came from.
+
+Format (DESIGN.md, "Results file contract")::
+
+    {"provenance": {"gpu", "sm", "driver", "cuda_runtime", "cupy", "date", "commit"},
+     "ceilings": {"copy_GBps": ..., "cublas_TFLOPs": {"float32": ..., ...}},
+     "runs": [{"chapter", "kernel", "params", "dtype", "shape", "metric", "value",
+               "reference", "reference_value", "ratio", "rel_err", ...}]}
+
+``ratio`` is ``value / reference_value``, both measured in the same run.
+In recorded mode (no GPU) the notebooks read these records; every table and
+figure built from them says so, with the GPU, date and commit.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from . import gpu
+
+RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
+DEFAULT_SLUG = os.environ.get("GEMM_BOOK_RESULTS", "h200")
+
+
+def path(slug: str = DEFAULT_SLUG) -> Path:
+    return RESULTS_DIR / f"{slug}.json"
+
+
+def load(slug: str = DEFAULT_SLUG) -> dict:
+    """The results file for ``slug``; an empty skeleton if it does not exist."""
+    p = path(slug)
+    if not p.is_file():
+        return {"provenance": {}, "ceilings": {}, "runs": []}
+    return json.loads(p.read_text())
+
+
+def save(data: dict, slug: str) -> Path:
+    p = path(slug)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+    return p
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, cwd=RESULTS_DIR.parent, timeout=5).stdout.strip() or "unknown"
+    except Exception:
+        return "unknown"
+
+
+def _driver() -> str:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+        if out:
+            return out.splitlines()[0]
+    except Exception:
+        pass
+    cp = gpu.cupy()
+    v = cp.cuda.runtime.driverGetVersion()
+    return f"CUDA {v // 1000}.{v % 1000 // 10}"
+
+
+def provenance() -> dict:
+    """Where and when a live measurement is taken (needs a GPU)."""
+    cp = gpu.cupy()
+    info = gpu.device_info()
+    return {"gpu": info["name"], "sm": f"{info['cc'][0]}.{info['cc'][1]}", "driver": _driver(),
+            "cuda_runtime": int(cp.cuda.runtime.runtimeGetVersion()), "cupy": cp.__version__,
+            "date": datetime.date.today().isoformat(), "commit": _commit()}
+
+
+def describe(prov: dict) -> str:
+    """One line naming the GPU, software and date of a provenance block."""
+    if not prov:
+        return "no recorded results"
+    return (f"{prov.get('gpu', '?')} (sm {prov.get('sm', '?')}, driver {prov.get('driver', '?')}, "
+            f"CuPy {prov.get('cupy', '?')}) on {prov.get('date', '?')}, commit {prov.get('commit', '?')}")
+
+
+def where(live: bool, prov: dict | None = None) -> str:
+    """The label every figure and table carries."""
+    if live:
+        return f"measured live in this run on {gpu.device_info()['name']}"
+    return f"recorded on {describe(prov if prov is not None else load()['provenance'])}; no GPU here"
+
+
+def _same(run: dict, kernel: str, params: dict, dtype: str, shape) -> bool:
+    return (run.get("kernel") == kernel and run.get("params", {}) == params
+            and run.get("dtype") == dtype and list(run.get("shape", [])) == list(shape))
+
+
+def lookup(kernel: str, params: dict, dtype: str, shape, slug: str = DEFAULT_SLUG) -> dict | None:
+    """The recorded run of ``kernel`` with exactly these params, dtype and shape, or None."""
+    for run in load(slug)["runs"]:
+        if _same(run, kernel, params, dtype, shape):
+            return run
+    return None
+
+
+def merge(runs: list, slug: str, ceilings: dict | None = None, prov: dict | None = None) -> Path:
+    """Add ``runs`` to ``results/<slug>.json``, replacing records of the same
+    kernel/params/dtype/shape; update ceilings and provenance if given."""
+    data = load(slug)
+    for r in runs:
+        data["runs"] = [x for x in data["runs"]
+                        if not _same(x, r["kernel"], r.get("params", {}), r["dtype"], r["shape"])]
+        data["runs"].append({k: v for k, v in r.items() if k not in ("source",)})
+    if ceilings:
+        data["ceilings"].update(ceilings)
+    if prov:
+        data["provenance"] = prov
+    return save(data, slug)

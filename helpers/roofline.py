@@ -1,0 +1,121 @@
+"""Ceilings of the GPU in front of you, and the roofline that places each kernel.
+
+The roofline model (Williams, Waterman and Patterson, "Roofline: an insightful
+visual performance model for multicore architectures", CACM 52(4), 2009):
+a kernel of arithmetic intensity I (FLOP per byte of DRAM traffic) cannot
+run faster than ``min(peak_compute, I * bandwidth)``. We draw one memory roof
+(the measured device-to-device copy bandwidth) and one compute roof per unit:
+FP32 on the CUDA cores (the spec figure, SMs x lanes x 2 x clock, and what
+cuBLAS SGEMM reaches) and the Tensor Cores (what cuBLAS reaches in fp16/bf16).
+"""
+from __future__ import annotations
+
+from . import catalog, gpu, results, timing, verify
+
+CUBLAS_DTYPES = ("float32", "float16", "bfloat16")
+
+
+def measure_ceilings(n: int = 4096, copy_bytes: int = 1 << 30) -> dict:
+    """Measure this GPU's ceilings now (needs a GPU; about 2 s).
+
+    Returns {"copy_GBps": device-to-device copy of ``copy_bytes`` (read + write
+    counted), "cublas_TFLOPs": {dtype: cuBLAS n^3 GEMM}, "spec": device_info()}.
+    """
+    cp = gpu.cupy()
+    src = cp.random.default_rng().standard_normal(copy_bytes // 4, dtype=cp.float32)
+    dst = cp.empty_like(src)
+    copy = timing.gbps(2 * src.nbytes, timing.time_ms(timing.memcpy_d2d(dst, src))["ms"])
+    del src, dst
+    cub = {}
+    for dt in CUBLAS_DTYPES:
+        A, B = verify.random_matrix((n, n), dt), verify.random_matrix((n, n), dt)
+        C = cp.empty((n, n), dtype=A.dtype)
+        cub[dt] = round(timing.tflops(timing.gemm_flops(n, n, n),
+                                      timing.time_ms(timing.cublas_gemm(A, B, C))["ms"]), 1)
+    info = gpu.device_info()
+    return {"copy_GBps": round(copy, 1), "cublas_TFLOPs": cub,
+            "spec": {k: (list(v) if isinstance(v, tuple) else v) for k, v in info.items()}}
+
+
+def ceilings() -> dict:
+    """Live: :func:`measure_ceilings`. Recorded: the ceilings of results/<gpu>.json.
+    Either way the dict carries ``source`` ("live"/"recorded") and ``where``."""
+    if gpu.live():
+        c = measure_ceilings()
+        return {**c, "source": "live", "where": results.where(True)}
+    data = results.load()
+    return {**data.get("ceilings", {}), "source": "recorded", "where": results.where(False, data["provenance"])}
+
+
+def intensity_min(M: int, N: int, K: int, in_bytes: int = 4, out_bytes: int = 4) -> float:
+    """FLOP per byte when A and B are read once and C written once (the best any kernel can do)."""
+    return timing.gemm_flops(M, N, K) / timing.gemm_min_bytes(M, N, K, in_bytes, out_bytes)
+
+
+def intensity_kernel(key: str, params: dict, shape) -> float | None:
+    """FLOP per byte the kernel's own loads and stores request (catalog ``global_bytes``);
+    None when the catalog has no traffic model for it."""
+    spec = catalog.get(key)
+    if spec.global_bytes is None or spec.op != "gemm":
+        return None
+    return timing.gemm_flops(*shape) / spec.global_bytes(spec.params(**params), tuple(shape))
+
+
+def figure(recs: list, ceil: dict, title: str = "Roofline"):
+    """A log-log roofline (plotly Figure) with the measured roofs and each kernel.
+
+    Each GEMM record is drawn at the intensity its loads request (filled
+    marker, when the catalog has a traffic model) and at the minimal intensity
+    of the problem (hollow marker), joined by a dotted line: the distance
+    between the two is the re-reading the kernel does. Records with no value
+    (not recorded) are skipped. The title says where the numbers come from.
+    """
+    import numpy as np
+    import plotly.graph_objects as go
+
+    bw = ceil.get("copy_GBps")
+    cub = ceil.get("cublas_TFLOPs", {})
+    spec = ceil.get("spec", {})
+    xs = np.logspace(-2, 4, 200)
+    fig = go.Figure()
+    roofs = []
+    if spec.get("fp32_peak_TFLOPs"):
+        roofs.append(("FP32 CUDA cores, spec", spec["fp32_peak_TFLOPs"], "dash"))
+    if cub.get("float32"):
+        roofs.append(("FP32 cuBLAS, measured", cub["float32"], "solid"))
+    for dt in ("float16", "bfloat16"):
+        if cub.get(dt):
+            roofs.append((f"Tensor Cores {dt} cuBLAS, measured", cub[dt], "dot"))
+    if bw:
+        for name, peak, dash in roofs:
+            ys = np.minimum(xs * bw / 1e3, peak)
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=f"{name}: {peak:.1f} TFLOP/s",
+                                     line=dict(dash=dash, width=1.5),
+                                     hovertemplate="%{x:.2f} FLOP/B -> %{y:.2f} TFLOP/s<extra>" + name + "</extra>"))
+        fig.add_annotation(x=np.log10(0.05), y=np.log10(0.05 * bw / 1e3), text=f"copy {bw / 1e3:.2f} TB/s",
+                           showarrow=False, textangle=-38, yshift=12, font=dict(size=11))
+    for r in recs:
+        if r.get("value") is None or r.get("metric") != "TFLOP/s":
+            continue
+        shape = r["shape"]
+        isz = 2 if r["dtype"] in ("float16", "bfloat16") else 4
+        i_min = intensity_min(*shape, in_bytes=isz, out_bytes=isz)
+        i_k = intensity_kernel(r["kernel"], r["params"], shape)
+        label = r.get("title", r["kernel"])
+        hover = (f"{label}<br>{r['value']:.2f} TFLOP/s, {r['ratio']:.3f} of cuBLAS"
+                 f"<br>params {r['params']}<br>shape {shape}")
+        xs_k = [i_k, i_min] if i_k else [i_min]
+        fig.add_trace(go.Scatter(
+            x=xs_k, y=[r["value"]] * len(xs_k), mode="lines+markers", name=label,
+            line=dict(dash="dot", width=1),
+            marker=dict(size=[11, 9][:len(xs_k)], symbol=(["circle", "circle-open"] if i_k else ["circle-open"])),
+            hovertext=[hover + (f"<br>intensity requested by its loads: {i_k:.2f} FLOP/B" if i_k else ""),
+                       hover + f"<br>minimal intensity: {i_min:.1f} FLOP/B"][-len(xs_k):],
+            hoverinfo="text"))
+    where = ceil.get("where", "")
+    fig.update_layout(
+        title=dict(text=f"{title}<br><sup>{where}</sup>", x=0.01),
+        xaxis=dict(type="log", title="arithmetic intensity (FLOP/byte)"),
+        yaxis=dict(type="log", title="TFLOP/s"),
+        height=480, legend=dict(font=dict(size=10)), margin=dict(l=60, r=20, t=70, b=50))
+    return fig

@@ -1,0 +1,137 @@
+"""How fast is it? CUDA events, warm-up, median, and a same-run reference.
+
+Units: times in milliseconds (ms), GEMM throughput in TFLOP/s counting
+2*M*N*K floating-point operations (one multiply and one add per term), memory
+kernels in GB/s (1e9 bytes/s) of *effective* bandwidth: the fewest bytes the
+operation must move (each input read once, each output written once) over the
+time. Every speed in the book is also given as a ratio to a reference timed in
+the same run, on the same GPU, with the same method: cuBLAS (through
+``cupy.matmul``) for GEMM, a device-to-device ``cudaMemcpy`` for bandwidth.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+from . import gpu
+
+
+def gemm_flops(M: int, N: int, K: int) -> int:
+    """2*M*N*K: a multiply and an add for every term of every dot product."""
+    return 2 * M * N * K
+
+
+def gemm_min_bytes(M: int, N: int, K: int, in_bytes: int = 4, out_bytes: int = 4) -> int:
+    """Fewest DRAM bytes of a GEMM: read A and B once, write C once."""
+    return (M * K + K * N) * in_bytes + M * N * out_bytes
+
+
+def tflops(flops: float, ms: float) -> float:
+    return flops / (ms * 1e-3) / 1e12
+
+
+def gbps(nbytes: float, ms: float) -> float:
+    return nbytes / (ms * 1e-3) / 1e9
+
+
+def time_ms(fn, *, warmup: int = 3, repeat: int | None = None, budget_ms: float = 400.0,
+            min_repeat: int = 5, max_repeat: int = 100) -> dict:
+    """Time ``fn()`` (which enqueues GPU work on the current stream) with CUDA events.
+
+    Runs ``warmup`` untimed calls first (module load, lazy allocation, clocks
+    ramping up), then ``repeat`` timed calls, each between its own pair of
+    events; when ``repeat`` is None it is chosen so the timed part lasts about
+    ``budget_ms`` (clamped to [min_repeat, max_repeat]).
+    Returns {"ms": median, "min": , "max": , "n": repeats, "all": [...]}.
+    """
+    cp = gpu.cupy()
+    for _ in range(warmup):
+        fn()
+    cp.cuda.get_current_stream().synchronize()
+    if repeat is None:
+        s, e = cp.cuda.Event(), cp.cuda.Event()
+        s.record(); fn(); e.record(); e.synchronize()
+        one = max(cp.cuda.get_elapsed_time(s, e), 1e-3)
+        repeat = int(min(max_repeat, max(min_repeat, budget_ms / one)))
+    starts = [cp.cuda.Event() for _ in range(repeat)]
+    ends = [cp.cuda.Event() for _ in range(repeat)]
+    for s, e in zip(starts, ends):
+        s.record()
+        fn()
+        e.record()
+    ends[-1].synchronize()
+    ts = [cp.cuda.get_elapsed_time(s, e) for s, e in zip(starts, ends)]
+    return {"ms": statistics.median(ts), "min": min(ts), "max": max(ts), "n": repeat, "all": ts}
+
+
+def cublas_gemm(A, B, C):
+    """A callable that runs cuBLAS C = A @ B (cupy.matmul, out=C).
+
+    For float32, TF32 must be off (CuPy's default; ``CUPY_TF32=1`` turns it on):
+    raises RuntimeError if the environment enables it, since the comparison
+    would then be against a lower-precision GEMM.
+    """
+    import os
+    cp = gpu.cupy()
+    if A.dtype == cp.float32 and os.environ.get("CUPY_TF32", "0") != "0":
+        raise RuntimeError("CUPY_TF32 is set: cuBLAS would use TF32, not an FP32 reference")
+    return lambda: cp.matmul(A, B, out=C)
+
+
+def memcpy_d2d(dst, src):
+    """A callable that copies ``src`` to ``dst`` with cudaMemcpyAsync device-to-device."""
+    cp = gpu.cupy()
+    n = src.nbytes
+    return lambda: cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, n, 3,
+                                               cp.cuda.get_current_stream().ptr)
+
+
+def rule_demos(M: int = 4096, N: int = 4096, K: int = 4096) -> list[dict]:
+    """Show what each timing rule protects against, on cuBLAS SGEMM.
+
+    Returns rows {"rule", "measured_TFLOPs", "honest_TFLOPs", "what went wrong"}:
+    * no warm-up: the first call alone (library handle creation, module load);
+    * no synchronize: a host clock around an asynchronous launch measures the
+      launch, not the kernel (absurdly high TFLOP/s);
+    * zeros input: the same GEMM on all-zero matrices (on some GPUs and
+      datatypes zeros run faster: less switching power, higher clocks);
+    and the honest figure (events, warm-up, median of repeats, random inputs).
+    """
+    cp = gpu.cupy()
+    from .verify import random_matrix
+    A, B = random_matrix((M, K)), random_matrix((K, N))
+    C = cp.empty((M, N), cp.float32)
+    fl = gemm_flops(M, N, K)
+    rows = []
+    # no warm-up: the first GEMM of a new host thread creates that thread's
+    # cuBLAS handle and workspace, as the first call of a program does.
+    import threading
+    first_box = {}
+
+    def first_call():
+        t0 = time.perf_counter()
+        cp.matmul(A, B, out=C)
+        cp.cuda.Device().synchronize()
+        first_box["ms"] = (time.perf_counter() - t0) * 1e3
+
+    th = threading.Thread(target=first_call)
+    th.start(); th.join()
+    first = first_box["ms"]
+    honest = time_ms(cublas_gemm(A, B, C))["ms"]
+    cp.cuda.Device().synchronize()
+    t0 = time.perf_counter(); cp.matmul(A, B, out=C); t1 = time.perf_counter()
+    nosync = (t1 - t0) * 1e3
+    cp.cuda.Device().synchronize()
+    Z = cp.zeros_like(A); Zb = cp.zeros_like(B)
+    zeros = time_ms(cublas_gemm(Z, Zb, C))["ms"]
+    honest2 = time_ms(cublas_gemm(A, B, C))["ms"]
+    h = tflops(fl, min(honest, honest2))
+    rows.append({"rule": "events + warm-up + median, random inputs", "ms": honest, "TFLOP/s": tflops(fl, honest),
+                 "vs honest": 1.0, "what it shows": "the figure we report"})
+    rows.append({"rule": "no warm-up (first call of a new thread)", "ms": first, "TFLOP/s": tflops(fl, first),
+                 "vs honest": tflops(fl, first) / h, "what it shows": "start-up costs counted as kernel time"})
+    rows.append({"rule": "no synchronize (host clock)", "ms": nosync, "TFLOP/s": tflops(fl, nosync),
+                 "vs honest": tflops(fl, nosync) / h, "what it shows": "the launch time, not the kernel: the GPU is still working"})
+    rows.append({"rule": "zeros as input", "ms": zeros, "TFLOP/s": tflops(fl, zeros),
+                 "vs honest": tflops(fl, zeros) / h, "what it shows": "data-dependent power and clocks; also hides unwritten outputs"})
+    return rows
