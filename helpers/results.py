@@ -45,6 +45,10 @@ def save(data: dict, slug: str) -> Path:
 
 
 def _commit() -> str:
+    """The git commit measured: $GEMM_BOOK_COMMIT if set (a copy of the tree
+    without .git, as on a remote GPU machine), else ``git rev-parse HEAD``."""
+    if os.environ.get("GEMM_BOOK_COMMIT"):
+        return os.environ["GEMM_BOOK_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True,
                               text=True, cwd=RESULTS_DIR.parent, timeout=5).stdout.strip() or "unknown"

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The GPU suite: everything that needs a real GPU, in one run.
+#
+#   bash scripts/gpu_suite.sh            tests + nbval (twice) + sanitizers + ncu + record results
+#   bash scripts/gpu_suite.sh --execute  ... and re-execute the notebooks in place at the end
+#   STEPS="tests nbval" bash scripts/gpu_suite.sh   run only some steps
+#
+# Steps: tests      pytest tests/ (helper units, nvcc checks, GPU kernel tests over many shapes)
+#        nbval      pytest --nbval-lax book/ live, twice with one fresh CuPy cache: the second
+#                   run must compile nothing (same number of cached modules)
+#        sanitize   compute-sanitizer memcheck and racecheck over every kernel (small shapes)
+#        ncu        Nsight Compute bank-conflict counters, model vs hardware
+#        record     results/<gpu>.json (scripts/record_results.py)
+# Logs go to $OUT (default ./gpu-logs); the last lines printed are a summary.
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-gpu-logs}
+mkdir -p "$OUT"
+STEPS=${STEPS:-"tests nbval sanitize ncu record"}
+EXECUTE=0
+[ "${1:-}" = "--execute" ] && EXECUTE=1
+PY=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1
+summary=()
+step() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+run() {  # run NAME CMD...: log to $OUT/NAME.log, remember pass/fail and time
+  local name=$1; shift
+  local t0=$(date +%s)
+  "$@" >"$OUT/$name.log" 2>&1
+  local rc=$? dt=$(( $(date +%s) - t0 ))
+  local tail1=$(grep -E "passed|failed|error|ERROR SUMMARY|RACECHECK SUMMARY|sanitize_run|wrote|executed in" "$OUT/$name.log" | tail -n 2 | tr '\n' ' ')
+  summary+=("$(printf '%-10s rc=%-3s %5ss  %s' "$name" "$rc" "$dt" "$tail1")")
+  return $rc
+}
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv >"$OUT/gpu.txt" 2>&1
+$PY -c "import cupy, sys; print('python', sys.version.split()[0], 'cupy', cupy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion(), 'nvrtc', cupy.cuda.nvrtc.getVersion())" >>"$OUT/gpu.txt" 2>&1
+
+if step tests; then
+  run tests $PY -m pytest tests -q -p no:cacheprovider --ignore=tests/test_book_build.py -o addopts="" -rs
+fi
+
+if step nbval; then
+  export CUPY_CACHE_DIR=$(mktemp -d)
+  run nbval1 $PY -m pytest --nbval-lax book -q -p no:cacheprovider -o addopts=""
+  n1=$(find "$CUPY_CACHE_DIR" -type f | wc -l)
+  run nbval2 $PY -m pytest --nbval-lax book -q -p no:cacheprovider -o addopts=""
+  n2=$(find "$CUPY_CACHE_DIR" -type f | wc -l)
+  summary+=("cupy cache: $n1 modules after the first nbval run, $n2 after the second ($([ "$n1" = "$n2" ] && echo 'nothing recompiled' || echo 'RECOMPILED'))")
+  unset CUPY_CACHE_DIR
+fi
+
+if step sanitize; then
+  run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 --print-limit 20 $PY scripts/sanitize_run.py
+  run racecheck compute-sanitizer --tool racecheck --error-exitcode 1 --print-limit 20 $PY scripts/sanitize_run.py
+fi
+
+if step ncu; then
+  for s in scripts/ncu_banks.py scripts/ncu_ldmatrix.py; do
+    [ -f "$s" ] || continue
+    b=$(basename "$s" .py)
+    run "$b" $PY "$s" --out "$OUT/$b.json"
+  done
+fi
+
+if step record; then
+  run record $PY scripts/record_results.py
+  cp results/*.json "$OUT/" 2>/dev/null
+fi
+
+if [ $EXECUTE = 1 ]; then
+  run execute $PY scripts/execute_notebooks.py
+  tar czf "$OUT/notebooks.tgz" book/*.ipynb
+fi
+
+echo "==== GPU suite summary ($(head -2 "$OUT/gpu.txt" | tail -1))"
+for s in "${summary[@]}"; do echo "$s"; done
+grep -h -E "^(ch[0-9]|ceilings)" "$OUT/record.log" 2>/dev/null | cut -c1-160

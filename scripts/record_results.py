@@ -1,0 +1,76 @@
+"""Measure every shipped kernel configuration and write results/<gpu>.json.
+
+Usage (on a GPU machine): ``python scripts/record_results.py [--chapters 0 1 2] [--quick]``
+
+Records, with the provenance of this run (GPU, driver, CUDA runtime, CuPy,
+date, commit): the ceilings (copy bandwidth, cuBLAS per dtype, the spec
+sheet), every catalog kernel at its default parameters on the book's shape
+(GEMM 4096^3, transpose 4096^2), every point of each kernel's sweep, and the
+timing-rule demonstrations of chapter 0. Each record holds the kernel's value
+and the same-run reference (cuBLAS or cudaMemcpy), so ratios are honest even
+though absolute figures move between runs. Prints a summary table last.
+"""
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from helpers import bench, catalog, gpu, results, roofline, sweep, timing, verify  # noqa: E402
+
+GEMM_SHAPE = (4096, 4096, 4096)
+T_SHAPE = (4096, 4096)
+
+
+def measure(key, shape, params=None):
+    spec = catalog.get(key)
+    item = (key, {**spec.defaults, **(params or {})})
+    try:
+        if spec.op == "gemm":
+            return bench.gemm([item], shape)[0]
+        return bench.transpose([item], shape)[0]
+    except verify.WrongResult as e:   # a pitfall kernel: wrong on purpose
+        return {"chapter": spec.chapter, "kernel": key, "params": item[1], "dtype": spec.dtype,
+                "shape": list(shape), "metric": "TFLOP/s" if spec.op == "gemm" else "GB/s", "value": None,
+                "reference": "cuBLAS" if spec.op == "gemm" else "cudaMemcpy D2D", "reference_value": None,
+                "ratio": None, "rel_err": None, "wrong": str(e)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--chapters", type=int, nargs="*", default=None)
+    ap.add_argument("--quick", action="store_true", help="defaults only, no sweeps")
+    args = ap.parse_args()
+    if not gpu.live():
+        sys.exit("record_results.py needs a GPU")
+    t0 = time.time()
+    prov = results.provenance()
+    slug = gpu.slug(prov["gpu"])
+    ceil = roofline.measure_ceilings()
+    print(f"ceilings: copy {ceil['copy_GBps']} GB/s, cuBLAS {ceil['cublas_TFLOPs']}", flush=True)
+    runs = []
+    for key, spec in catalog.KERNELS.items():
+        if args.chapters is not None and spec.chapter not in args.chapters:
+            continue
+        shape = GEMM_SHAPE if spec.op == "gemm" else T_SHAPE
+        recs = [measure(key, shape)]
+        if not args.quick and spec.sweep:
+            recs = sweep.run(key, shape)
+        runs += recs
+        for r in recs:
+            v = "WRONG (pitfall)" if r["value"] is None else f"{r['value']:9.2f} {r['metric']:7s} ratio {r['ratio']:.3f}"
+            print(f"ch{spec.chapter} {key:24s} {str(r['params']):60s} {v}", flush=True)
+    extras = {}
+    if args.chapters is None or 0 in args.chapters:
+        extras["timing_rules"] = timing.rule_demos()
+    data_path = results.merge(runs, slug, ceilings={k: ceil[k] for k in ("copy_GBps", "cublas_TFLOPs", "spec")},
+                              prov=prov)
+    if extras:
+        data = results.load(slug)
+        data.setdefault("extras", {}).update(extras)
+        results.save(data, slug)
+    print(f"wrote {data_path} ({len(runs)} runs) in {time.time() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
