@@ -201,6 +201,71 @@ register(Kernel(key="kmajor", title="K-major B (Bt), float4 along k", entry="sge
 
 # ------------------------------------------------------------------ chapters 3-5
 # (CUDA-core FP32: shared-memory tiling, bank conflicts, register/warp tiling)
+def _tiles_model(name, *bound):
+    """A function of helpers/tiles.py, imported lazily (tiles imports this module)."""
+    def model(p, shape):
+        from . import tiles
+        return getattr(tiles, name)(*bound, p, shape)
+    return model
+
+
+# chapter 3: one output per thread, TILE x TILE tiles staged in shared memory
+register(Kernel(key="smem_tiled", chapter=3, title="shared-memory tiles, 1 output/thread",
+                file="03_smem_tiling.cu", entry="sgemm_smem_tiled", op="gemm",
+                defaults={"TILE": 32}, choices={"TILE": (8, 16, 32)},
+                block=lambda p: (p["TILE"], p["TILE"], 1),
+                grid=lambda p, s: (cdiv(s[1], p["TILE"]), cdiv(s[0], p["TILE"]), 1),
+                sweep=({"TILE": 8}, {"TILE": 16}, {"TILE": 32}),
+                owner=_tiles_model("owner_smem_tiled")))
+
+
+# chapter 4: 1-D thread tile (TN outputs along a row of C), the A tile read
+# down a column by the warp; four layouts of the A tile (kernels/04).
+def _tile1d_threads(p):
+    return p["BM"] * p["BN"] // p["TN"]
+
+
+def _tile1d_rules(p, s):
+    BM, BN, BK, TN = p["BM"], p["BN"], p["BK"], p["TN"]
+    t = _tile1d_threads(p)
+    return [
+        (TN % 4 == 0, "TN", TN, "must be a multiple of 4 (B is read as float4)"),
+        (BM % 16 == 0, "BM", BM, "must be a multiple of 16 (a warp covers 16 rows of the tile)"),
+        (BN % (2 * TN) == 0, "BN", BN, f"must be a multiple of 2*TN={2 * TN} (a warp covers 2*TN columns)"),
+        (t % BK == 0, "BK", BK, f"must divide the {t} threads (BM*BN/TN): each thread loads one column of the A tile"),
+        (t % BN == 0, "BN", BN, f"must divide the {t} threads (BM*BN/TN): each thread loads one column of the B tile"),
+        ((BM * BK) % t == 0, "BM*BK", BM * BK, f"must be a multiple of the {t} threads (A tile split evenly)"),
+        ((BK * BN) % t == 0, "BK*BN", BK * BN, f"must be a multiple of the {t} threads (B tile split evenly)"),
+    ]
+
+
+def _tile1d_smem_static(p, layout, pad):
+    a = p["BK"] * (p["BM"] + pad) if layout == 2 else p["BM"] * (p["BK"] + pad)
+    return 4 * (a + p["BK"] * p["BN"])
+
+
+_T1 = dict(chapter=4, file="04_bank_conflicts.cu", entry="sgemm_tile1d", op="gemm",
+           choices={"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (16, 32), "TN": (4, 8, 16),
+                    "PAD": (0, 1, 2, 4)},
+           block=lambda p: (_tile1d_threads(p), 1, 1),
+           grid=lambda p, s: (cdiv(s[1], p["BN"]), cdiv(s[0], p["BM"]), 1),
+           rules=_tile1d_rules, owner=_tiles_model("owner_tile1d"))
+_T1_BASE = {"BM": 64, "BN": 64, "BK": 32, "TN": 8}
+register(Kernel(key="tile1d_conflict", title="1-D tile, A row-major (column reads conflict)",
+                defaults=dict(_T1_BASE), fixed={"LAYOUT": 0, "PAD": 0},
+                sweep=({"BK": 16}, {"BK": 32}, {"BK": 32, "TN": 16}), **_T1))
+register(Kernel(key="tile1d_padded", title="1-D tile, A rows padded (+PAD)",
+                defaults={**_T1_BASE, "PAD": 1}, fixed={"LAYOUT": 0},
+                sweep=tuple({"BK": bk, "PAD": pad} for bk in (16, 32) for pad in (0, 1, 2, 4)), **_T1))
+register(Kernel(key="tile1d_swizzle", title="1-D tile, A XOR-swizzled",
+                defaults=dict(_T1_BASE), fixed={"LAYOUT": 1, "PAD": 0},
+                sweep=({"BK": 16}, {"BK": 32}, {"BK": 16, "TN": 16}, {"BK": 32, "TN": 16},
+                       {"BM": 128, "BN": 64, "TN": 16}, {"BM": 64, "BN": 128, "TN": 16}), **_T1))
+register(Kernel(key="tile1d_transposed", title="1-D tile, A stored transposed (+PAD)",
+                defaults={**_T1_BASE, "PAD": 1}, fixed={"LAYOUT": 2},
+                sweep=tuple({"BK": bk, "PAD": pad} for bk in (16, 32) for pad in (0, 1, 2, 4)), **_T1))
+
+# ---- chapter 5 (register tiling) follows
 
 # ------------------------------------------------------------------ chapters 6-7
 # (Tensor Cores: WMMA, mma.sync + ldmatrix + swizzle + cp.async pipeline)

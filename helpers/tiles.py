@@ -1,0 +1,158 @@
+"""Index models of the tiled kernels (heavens 3-5), and theoretical occupancy.
+
+What each block, warp and thread of kernels/03_smem_tiling.cu,
+04_bank_conflicts.cu and 05_register_tiling.cu does, written as Python from
+the kernels' own index arithmetic:
+
+* :func:`owner_smem_tiled`, :func:`owner_tile1d`, :func:`owner_ch5` (one per
+  chapter-5 entry): for every element of C, ``blockLinear * 1024 +
+  threadLinear`` of the thread that writes it, an int32 array (M, N); the GPU
+  tests compare it with what the ``-DRECORD_OWNER=1`` build records;
+* :func:`staging`: which A and B tiles block (bx, by) stages at k-step t of
+  heaven 3, and which thread loads which element;
+* :func:`reuse`: global-memory bytes with and without tiling, and the ratio;
+* :func:`occupancy`: resident blocks and warps per SM and the limiting
+  resource, from registers, threads and shared memory per block.
+
+Owner convention (kernels/README.md): ``blockLinear = blockIdx.y * gridDim.x
++ blockIdx.x``; ``threadLinear = threadIdx.y * blockDim.x + threadIdx.x``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .catalog import cdiv
+
+
+def _grid_ij(shape):
+    M, N = shape[0], shape[1]
+    return np.meshgrid(np.arange(M, dtype=np.int64), np.arange(N, dtype=np.int64), indexing="ij")
+
+
+# ------------------------------------------------------------------ heaven 3
+def owner_smem_tiled(p: dict, shape) -> np.ndarray:
+    """Owner of C[i, j] in sgemm_smem_tiled: block (j // TILE, i // TILE),
+    thread (tx, ty) = (j % TILE, i % TILE); grid.x = ceil(N / TILE)."""
+    T = p["TILE"]
+    i, j = _grid_ij(shape)
+    gx = cdiv(shape[1], T)
+    return (((i // T) * gx + j // T) * 1024 + (i % T) * T + j % T).astype(np.int32)
+
+
+def staging(p: dict, shape, bx: int, by: int, t: int) -> dict:
+    """What block (bx, by) of sgemm_smem_tiled stages at k-step ``t``.
+
+    Returns ``{"A_rows": (r0, r1), "A_cols": (k0, k1), "B_rows": (k0, k1),
+    "B_cols": (c0, c1)}`` (half-open ranges of the logical matrices, clipped to
+    the matrix; the rest of each TILE x TILE tile is filled with zeros) and
+    ``"A_load"``, ``"B_load"``: int arrays (TILE, TILE) giving, for each
+    thread (ty, tx), the flat index ``row * ncols + col`` of the A (M x K)
+    or B (K x N) element it loads, or -1 where it stores a zero.
+    Raises ValueError for a block or step outside the grid.
+    """
+    M, N, K = shape
+    T = p["TILE"]
+    for name, v, hi in (("bx", bx, cdiv(N, T)), ("by", by, cdiv(M, T)), ("t", t, cdiv(K, T))):
+        if not 0 <= v < hi:
+            raise ValueError(f"{name}={v}: must be in [0, {hi}) for shape {tuple(shape)} and TILE={T}")
+    ty, tx = np.meshgrid(np.arange(T), np.arange(T), indexing="ij")
+    ar, ac = by * T + ty, t * T + tx                     # A[row][k0 + tx]
+    br, bc = t * T + ty, bx * T + tx                     # B[k0 + ty][col]
+    a_load = np.where((ar < M) & (ac < K), ar * K + ac, -1)
+    b_load = np.where((br < K) & (bc < N), br * N + bc, -1)
+    return {"A_rows": (by * T, min(M, by * T + T)), "A_cols": (t * T, min(K, t * T + T)),
+            "B_rows": (t * T, min(K, t * T + T)), "B_cols": (bx * T, min(N, bx * T + T)),
+            "A_load": a_load, "B_load": b_load}
+
+
+def reuse(p: dict, shape, elem_bytes: int = 4) -> dict:
+    """Global-memory bytes that the loads of a tiled GEMM ask for.
+
+    Without tiling (heaven 1: one output per thread, nothing shared), every
+    output reads a row of A and a column of B: ``2 * M * N * K`` elements.
+    With BM x BN block tiles (``TILE`` or ``BM``/``BN`` in ``p``), each block
+    reads its BM x K strip of A and K x BN strip of B once:
+    ``M * K * ceil(N / BN) + K * N * ceil(M / BM)`` elements, zero-filled
+    edge elements not counted. For a square TILE and M, N multiples of it,
+    the ratio is exactly TILE: each element fetched is used TILE times
+    (CUDA C++ Programming Guide, "Shared Memory": in the tiled matrix product
+    "A is only read (B.width / block_size) times from global memory and B is
+    read (A.height / block_size) times").
+    Returns bytes ``{"naive", "tiled", "ratio"}``. Counts requested bytes;
+    caches (L1, L2) may serve part of them.
+    """
+    M, N, K = shape
+    BM = p.get("BM", p.get("TILE"))
+    BN = p.get("BN", p.get("TILE"))
+    if not BM or not BN:
+        raise ValueError(f"p={p}: needs TILE, or BM and BN")
+    naive = 2 * M * N * K * elem_bytes
+    tiled = (M * K * cdiv(N, BN) + K * N * cdiv(M, BM)) * elem_bytes
+    return {"naive": naive, "tiled": tiled, "ratio": naive / tiled}
+
+
+# ------------------------------------------------------------------ heaven 4
+def owner_tile1d(p: dict, shape) -> np.ndarray:
+    """Owner of C[i, j] in sgemm_tile1d (kernels/04): block (j // BN, i // BM);
+    inside it row m = i % BM, column n = j % BN; warp = (m // 16) +
+    (BM // 16) * (n // (2 TN)), lane = m % 16 + 16 * ((n // TN) % 2)."""
+    BM, BN, TN = p["BM"], p["BN"], p["TN"]
+    i, j = _grid_ij(shape)
+    gx = cdiv(shape[1], BN)
+    m, n = i % BM, j % BN
+    warp = m // 16 + (BM // 16) * (n // (2 * TN))
+    lane = m % 16 + 16 * ((n // TN) % 2)
+    return (((i // BM) * gx + j // BN) * 1024 + warp * 32 + lane).astype(np.int32)
+
+
+# ------------------------------------------------------------------ occupancy
+# Per-SM limits by architecture. Source: CUDA C++ Programming Guide,
+# "Compute Capabilities" / "Technical Specifications per Compute Capability"
+# (8.0 and 9.0: 64K 32-bit registers, 2048 resident threads = 64 warps,
+# 32 resident blocks, 164 KB / 228 KB shared memory per SM with up to
+# 163 KB / 227 KB per block, 255 registers per thread), and the CUDA
+# Occupancy Calculator (register allocation unit: 256 registers per warp;
+# the system reserves 1 KB of shared memory per block, CUDA 11+).
+DEVICE_LIMITS = {
+    "sm_80": {"regs_per_sm": 65536, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32,
+              "max_warps_per_sm": 64, "smem_per_sm": 167936, "smem_per_block_max": 166912,
+              "smem_reserved_per_block": 1024, "reg_alloc_unit": 256, "max_regs_per_thread": 255},
+    "sm_90": {"regs_per_sm": 65536, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32,
+              "max_warps_per_sm": 64, "smem_per_sm": 233472, "smem_per_block_max": 232448,
+              "smem_reserved_per_block": 1024, "reg_alloc_unit": 256, "max_regs_per_thread": 255},
+}
+
+
+def occupancy(registers: int, threads: int, smem_bytes: int = 0, arch: str = "sm_90") -> dict:
+    """Theoretical occupancy of one kernel launch configuration.
+
+    ``registers`` per thread (from nvcc -Xptxas -v or the driver), ``threads``
+    per block, ``smem_bytes`` per block (static + dynamic), ``arch`` "sm_80"
+    or "sm_90" (limits in :data:`DEVICE_LIMITS`). Registers are allocated per
+    warp, rounded up to 256; shared memory per block is ``smem_bytes`` plus
+    the 1 KB the system reserves. Returns ``{"blocks_per_sm", "warps_per_sm",
+    "occupancy" (active warps / 64), "limited_by" ("threads", "blocks",
+    "registers" or "shared memory"), "limits": blocks allowed by each}``.
+    Raises ValueError for a block that cannot run at all.
+    """
+    if arch not in DEVICE_LIMITS:
+        raise ValueError(f"arch={arch!r}: must be one of {tuple(DEVICE_LIMITS)}")
+    d = DEVICE_LIMITS[arch]
+    if not 1 <= threads <= 1024:
+        raise ValueError(f"threads={threads}: must be in [1, 1024]")
+    if not 1 <= registers <= d["max_regs_per_thread"]:
+        raise ValueError(f"registers={registers}: must be in [1, {d['max_regs_per_thread']}]")
+    if smem_bytes > d["smem_per_block_max"]:
+        raise ValueError(f"smem_bytes={smem_bytes}: must be <= {d['smem_per_block_max']} on {arch}")
+    warps = cdiv(threads, 32)
+    regs_per_warp = cdiv(registers * 32, d["reg_alloc_unit"]) * d["reg_alloc_unit"]
+    lim = {"threads": d["max_warps_per_sm"] // warps,
+           "blocks": d["max_blocks_per_sm"],
+           "registers": d["regs_per_sm"] // (regs_per_warp * warps)}
+    if smem_bytes > 0:
+        lim["shared memory"] = d["smem_per_sm"] // (smem_bytes + d["smem_reserved_per_block"])
+    blocks = min(lim.values())
+    order = ("registers", "shared memory", "threads", "blocks")     # report the most telling tie
+    limiter = min((k for k in order if k in lim), key=lambda k: (lim[k], order.index(k)))
+    return {"blocks_per_sm": blocks, "warps_per_sm": blocks * warps,
+            "occupancy": blocks * warps / d["max_warps_per_sm"], "limited_by": limiter, "limits": lim}
