@@ -269,3 +269,107 @@ register(Kernel(key="tile1d_transposed", title="1-D tile, A stored transposed (+
 
 # ------------------------------------------------------------------ chapters 6-7
 # (Tensor Cores: WMMA, mma.sync + ldmatrix + swizzle + cp.async pipeline)
+def _frag_model(name):
+    """A function of helpers/fragments.py, imported lazily."""
+    def model(p, shape):
+        from . import fragments
+        return getattr(fragments, name)(p, shape)
+    return model
+
+
+def _tc_rules(p, s):
+    """Rules shared by the Tensor Core kernels of chapters 6 and 7 (16-bit
+    inputs, 16-byte cp.async chunks, 64x64 warp tiles at ~230 registers)."""
+    M, N, K = s
+    BM, BN, BK, WM, WN = p["BM"], p["BN"], p["BK"], p["WM"], p["WN"]
+    warps = (BM // WM) * (BN // WN) if BM % WM == 0 and BN % WN == 0 else 0
+    t = 32 * warps
+    return [
+        multiple_of("K", K, 8, "each row of A is copied in 16-byte chunks of 8 elements: "
+                               "rows must start 16-byte aligned and no chunk may straddle K"),
+        multiple_of("N", N, 8, "rows of B and C move in 16-byte chunks of 8 elements"),
+        (BM % WM == 0, "WM", WM, f"must divide BM={BM} (warp tiles tile the block tile)"),
+        (BN % WN == 0, "WN", WN, f"must divide BN={BN} (warp tiles tile the block tile)"),
+        (t in (128, 256), "threads per block", t,
+         f"must be 128 or 256 (BM/WM x BN/WN = {warps} warps; a 64x64 warp tile holds 128 fp32 "
+         "accumulators per thread, ~230 registers: at most 256 threads fit the 65536 registers of an SM)"),
+        (t == 0 or (BM * BK // 8) % t == 0, "BM*BK/8", BM * BK // 8,
+         f"16-byte chunks of the A tile must spread evenly over the {t} threads"),
+        (t == 0 or (BK * BN // 8) % t == 0, "BK*BN/8", BK * BN // 8,
+         f"16-byte chunks of the B tile must spread evenly over the {t} threads"),
+        (cdiv(M, BM) <= 65535, "M", M, f"needs ceil(M/BM) <= 65535 blocks along grid.y (BM={BM})"),
+    ]
+
+
+def _wmma_smem(p, acc_bytes=4, cpad=4):
+    """Dynamic shared memory of 06_wmma.cu, bytes: the padded stage buffers,
+    or the epilogue's per-warp 16 x (WN+CPAD) accumulator strips if larger."""
+    pipe = p["STAGES"] * (p["BM"] * (p["BK"] + p["PAD"]) + p["BK"] * (p["BN"] + p["PAD"])) * 2
+    warps = (p["BM"] // p["WM"]) * (p["BN"] // p["WN"])
+    return max(pipe, warps * 16 * (p["WN"] + cpad) * acc_bytes)
+
+
+_TC_BLOCK = lambda p: ((p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32, 1, 1)  # noqa: E731
+_TC_GRID = lambda p, s: (cdiv(s[1], p["BN"]), cdiv(s[0], p["BM"]), 1)          # noqa: E731
+
+# chapter 6: WMMA. Defaults and sweep: block 128x256, warps 64x64, BK 32.
+_W = dict(chapter=6, file="06_wmma.cu", entry="gemm_wmma", op="gemm", align=16,
+          defaults={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "PAD": 8, "STAGES": 3, "GROUP_M": 8},
+          choices={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (32, 64), "WM": (32, 64),
+                   "WN": (32, 64), "PAD": (0, 8, 16), "STAGES": (2, 3, 4), "GROUP_M": (1, 8)},
+          block=_TC_BLOCK, grid=_TC_GRID, rules=_tc_rules, owner=_frag_model("owner_wmma"))
+_W_SWEEP = ({"STAGES": 2}, {"STAGES": 4}, {"BM": 256, "BN": 128}, {"BM": 128, "BN": 128},
+            {"BM": 128, "BN": 128, "WN": 32}, {"BK": 64}, {"BK": 64, "STAGES": 2},
+            {"PAD": 0}, {"PAD": 16}, {"GROUP_M": 1})
+register(Kernel(key="wmma_f16", title="WMMA, fp16 in, fp32 accumulate", dtype="float16",
+                out_dtype="float16", smem=_wmma_smem, sweep=_W_SWEEP, **_W))
+register(Kernel(key="wmma_bf16", title="WMMA, bf16 in, fp32 accumulate", dtype="bfloat16",
+                out_dtype="bfloat16", fixed={"BF16": 1}, smem=_wmma_smem, sweep=_W_SWEEP, **_W))
+register(Kernel(key="wmma_wrong_layout_pitfall", title="pitfall: B fragment declared col_major",
+                dtype="float16", out_dtype="float16", fixed={"WRONG_LAYOUT": 1}, smem=_wmma_smem, **_W))
+register(Kernel(key="wmma_acc_f16_pitfall", title="pitfall: fp16 accumulator fragment",
+                dtype="float16", out_dtype="float16", fixed={"ACC_F16": 1},
+                smem=lambda p: _wmma_smem(p, acc_bytes=2, cpad=8), **_W))
+
+# chapter 7: mma.sync + ldmatrix + XOR swizzle + multistage cp.async.
+_M = dict(chapter=7, file="07_mma_sync.cu", entry="gemm_mma_sync", op="gemm", align=16,
+          defaults={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4,
+                    "SWIZZLE": 1, "GROUP_M": 8},
+          choices={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (32, 64), "WM": (32, 64),
+                   "WN": (32, 64), "STAGES": (2, 3, 4, 5), "SWIZZLE": (0, 1), "GROUP_M": (1, 8)},
+          block=_TC_BLOCK, grid=_TC_GRID,
+          smem=lambda p: p["STAGES"] * (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * 2,
+          owner=_frag_model("owner_mma_sync"))
+
+
+def _mma_sync_rules(p, s):
+    t = (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32 if p["BM"] % p["WM"] == 0 and p["BN"] % p["WN"] == 0 else 0
+    return _tc_rules(p, s) + [
+        (not p["SWIZZLE"] or t == 0 or t % p["BN"] == 0, "SWIZZLE", p["SWIZZLE"],
+         f"=1 needs threads per block ({t}) to be a multiple of BN={p['BN']}: each thread's 16-byte "
+         "chunks must lie a multiple of 8 rows apart to share one swizzle key"),
+    ]
+
+
+# Candidate configurations timed on the H200; the lead sets the defaults to the winner.
+_M_SWEEP = ({"STAGES": 3}, {"STAGES": 5}, {"STAGES": 2},
+            {"BM": 256, "BN": 128, "STAGES": 3}, {"BM": 256, "BN": 128},
+            {"BK": 64, "STAGES": 3}, {"BK": 64}, {"BM": 256, "BN": 128, "BK": 64, "STAGES": 3},
+            {"BM": 128, "BN": 128}, {"BM": 128, "BN": 128, "BK": 64, "STAGES": 3},
+            {"BM": 128, "BN": 128, "WM": 32}, {"BM": 128, "BN": 128, "WN": 32},
+            {"GROUP_M": 1}, {"SWIZZLE": 0})
+register(Kernel(key="mma_sync_f16", title="mma.sync m16n8k16 + ldmatrix + swizzle, fp16",
+                dtype="float16", out_dtype="float16", rules=_mma_sync_rules, sweep=_M_SWEEP, **_M))
+register(Kernel(key="mma_sync_bf16", title="mma.sync m16n8k16 + ldmatrix + swizzle, bf16",
+                dtype="bfloat16", out_dtype="bfloat16", fixed={"BF16": 1}, rules=_mma_sync_rules,
+                sweep=_M_SWEEP, **_M))
+
+# What each chapter 6-7 pitfall entry shows (tests/gpu skips them by name).
+PITFALLS = {
+    "wmma_wrong_layout_pitfall":
+        "matrix_b declared col_major over a row-major tile: load_matrix_sync reads every 16x16 "
+        "block of B transposed; values look plausible, relative error ~1 (fails the fp16 check)",
+    "wmma_acc_f16_pitfall":
+        "accumulator fragment in fp16: with all-positive inputs and large K the running sum's ulp "
+        "outgrows the addends and the sum stops growing (and overflows past 65504)",
+}
