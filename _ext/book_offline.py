@@ -1,0 +1,153 @@
+"""Sphinx extension: serve plotly.js and MathJax from the book itself, never a CDN.
+
+Registered in ``_config.yml`` (``sphinx: local_extensions: book_offline: _ext``).
+
+plotly.js
+    ``plotly.min.js`` is copied from the installed ``plotly`` Python package
+    (``plotly/package_data/plotly.min.js``) into ``_static/`` once per site, and
+    every page loads it as a plain (blocking) ``<script>`` in ``<head>``, so the
+    inline ``Plotly.newPlot(...)`` calls that ``helpers.show.figure`` leaves in
+    the notebook outputs find ``window.Plotly`` when the body is parsed. The
+    notebooks hold no copy of plotly.js.
+
+    RequireJS: a plotly.js bundle that sees an AMD loader (``window.define``
+    with ``define.amd``) registers itself as an anonymous AMD module instead
+    of setting ``window.Plotly`` (and RequireJS then reports "Mismatched
+    anonymous define()"). Pages that carry ipywidgets state load RequireJS.
+    The script is therefore wrapped: ``define`` is hidden while plotly.min.js
+    runs and restored right after, so ``window.Plotly`` exists on every page
+    whatever else the page loads, and in whatever order.
+
+Plotly outputs
+    ``helpers.show.figure`` outputs a bundle with both
+    ``application/vnd.plotly.v1+json`` (JupyterLab renders it live) and
+    ``text/html``. myst-nb has no renderer for the Plotly mimetype and warns
+    about it even when it then picks ``text/html``. :func:`read_notebook`,
+    set as the ``.ipynb`` reader (``nb_custom_formats`` in ``_config.yml``),
+    drops the Plotly mimetype from bundles that also carry ``text/html``, in
+    memory only. A bundle with *only* the Plotly mimetype (a bare
+    ``fig.show()``) is left alone, so it is still a warning (an error under
+    ``-W``): the book cannot draw it.
+
+MathJax
+    Sphinx loads MathJax 3 from a CDN by default. When ``mathjax_path`` is
+    local (``mathjax/tex-chtml.js`` in ``_config.yml``), the MathJax files of
+    the ``sphinx-mathjax-offline`` package are copied to ``_static/mathjax/``.
+    A local ``mathjax_path`` without that package installed is a build warning
+    (an error under ``-W``) that says what to install.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.util import logging
+from sphinx.util.fileutil import copy_asset, copy_asset_file
+
+logger = logging.getLogger(__name__)
+
+PLOTLY_JS = "plotly.min.js"
+# Runs before and after plotly.min.js (see the module docstring, "RequireJS").
+_HIDE_AMD = ("window.__bookSavedDefine = window.define; window.define = undefined;")
+_RESTORE_AMD = ("if (window.__bookSavedDefine !== undefined) "
+                "{ window.define = window.__bookSavedDefine; } "
+                "delete window.__bookSavedDefine;")
+
+
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+
+
+def read_notebook(text: str):
+    """myst-nb ``.ipynb`` reader: ``nbformat.reads(text, 4)``, then drop the Plotly
+    mimetype from every output that also has ``text/html`` (see module docstring),
+    and give a notebook without ``language_info`` the Python one."""
+    import nbformat
+
+    nb = nbformat.reads(text, as_version=4)
+    # A notebook that was never executed (e.g. freshly converted by jupytext) has
+    # no language_info, and myst-nb then warns "No source code lexer found" for
+    # every code cell. Every notebook of this book is Python.
+    if not nb.metadata.get("language_info"):
+        nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data")
+            if data and PLOTLY_MIME in data and "text/html" in data:
+                del data[PLOTLY_MIME]
+    return nb
+
+
+def plotly_js_path() -> Path:
+    """Path of ``plotly.min.js`` inside the installed ``plotly`` package."""
+    spec = importlib.util.find_spec("plotly")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the plotly Python package is not installed: pip install -r requirements.txt")
+    path = Path(list(spec.submodule_search_locations)[0]) / "package_data" / PLOTLY_JS
+    if not path.is_file():
+        raise RuntimeError(f"{path} is missing: the plotly package is incomplete, reinstall it")
+    return path
+
+
+def mathjax_dir() -> Path | None:
+    """``static/mathjax`` of the ``sphinx-mathjax-offline`` package, or None."""
+    spec = importlib.util.find_spec("sphinx-mathjax-offline")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / "static" / "mathjax"
+    return path if (path / "tex-chtml.js").is_file() else None
+
+
+def _mathjax_is_local(app: Sphinx) -> bool:
+    mp = app.config.mathjax_path or ""
+    return not (mp.startswith(("http://", "https://", "//")))
+
+
+def _check(app: Sphinx) -> None:
+    if app.builder.format != "html":
+        return
+    plotly_js_path()  # fail early with a clear message
+    if _mathjax_is_local(app) and mathjax_dir() is None:
+        logger.warning("mathjax_path=%r is local but the MathJax files are not installed: "
+                       "pip install sphinx-mathjax-offline (see requirements.txt)",
+                       app.config.mathjax_path, type="book_offline", subtype="mathjax")
+
+
+def _copy_assets(app: Sphinx, exc: Exception | None) -> None:
+    if exc is not None or app.builder.format != "html":
+        return
+    static = os.path.join(app.outdir, "_static")
+    copy_asset_file(str(plotly_js_path()), static)
+    mj = mathjax_dir()
+    if _mathjax_is_local(app) and mj is not None:
+        copy_asset(str(mj), os.path.join(static, "mathjax"))
+
+
+def _dedupe_scripts(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    """Drop exact duplicates from the page's scripts. Some extensions that
+    Jupyter Book loads (sphinx-thebe, sphinx-togglebutton) register their inline
+    scripts twice, and a second ``const THEBE_JS_URL = ...`` is a SyntaxError
+    in the console of every page."""
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen, kept = set(), []
+    for js in scripts:
+        attrs = getattr(js, "attributes", {}) or {}
+        key = (str(getattr(js, "filename", js) or ""), tuple(sorted((k, str(v)) for k, v in attrs.items())))
+        if key not in seen:
+            seen.add(key)
+            kept.append(js)
+    scripts[:] = kept
+
+
+def setup(app: Sphinx) -> dict:
+    # Low priorities: in <head>, before the theme's and myst-nb's scripts.
+    app.add_js_file(None, body=_HIDE_AMD, priority=100)
+    app.add_js_file(PLOTLY_JS, priority=101)
+    app.add_js_file(None, body=_RESTORE_AMD, priority=102)
+    app.connect("builder-inited", _check)
+    app.connect("build-finished", _copy_assets)
+    app.connect("html-page-context", _dedupe_scripts, priority=900)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

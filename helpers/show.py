@@ -1,0 +1,245 @@
+"""Display helpers: one output that works live (JupyterLab, JupyterHub, Colab)
+and in the built book (Jupyter Book 1, no kernel, no CDN).
+
+- :func:`figure` a Plotly figure;
+- :func:`source` a kernel's CUDA source (the whole file or one entry point);
+- :func:`table` a list of dicts as a Markdown table with a caption;
+- :func:`note` a highlighted note.
+
+Each call displays its output (``IPython.display.display``) and returns None.
+Everything here is Markdown or HTML that both JupyterLab and myst-nb render,
+so a committed notebook shows the same thing in both.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+_fig_counter = itertools.count()
+
+
+def _display(obj=None, *, raw: dict | None = None) -> None:
+    from IPython.display import display
+    if raw is not None:
+        display(raw, raw=True)
+    else:
+        display(obj)
+
+
+def _markdown(text: str) -> None:
+    from IPython.display import Markdown
+    _display(Markdown(text))
+
+
+# ------------------------------------------------------------------ figures
+def figure_bundle(fig, config: Mapping | None = None) -> dict:
+    """The MIME bundle :func:`figure` displays (exposed for tests).
+
+    Keys: ``application/vnd.plotly.v1+json`` (the figure as JSON, rendered
+    live by JupyterLab's Plotly renderer), ``text/html`` (a ``<div>`` and an
+    inline ``Plotly.newPlot`` call, with no plotly.js inside: the book loads
+    plotly.js once per site, see ``_ext/book_offline.py``) and ``text/plain``.
+    The div id is derived from the figure's content and a per-process counter,
+    so re-running a notebook does not change its outputs.
+    """
+    import plotly.io as pio
+
+    cfg = {"responsive": True, "displaylogo": False, **dict(config or {})}
+    fig_json = json.loads(pio.to_json(fig, validate=True, remove_uids=True))
+    digest = hashlib.sha1(json.dumps(fig_json, sort_keys=True).encode()).hexdigest()[:12]
+    div_id = f"fig-{digest}-{next(_fig_counter)}"
+    html = pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id=div_id,
+                       config=cfg, validate=False)
+    title = ((fig_json.get("layout") or {}).get("title") or {})
+    title = title.get("text", "") if isinstance(title, dict) else str(title)
+    return {
+        PLOTLY_MIME: {**fig_json, "config": cfg},
+        "text/html": html,
+        "text/plain": f"<Plotly figure{': ' + title if title else ''}>",
+    }
+
+
+def figure(fig, config: Mapping | None = None) -> None:
+    """Display a Plotly figure, live in Jupyter and drawn in the built book.
+
+    Args:
+        fig: a ``plotly.graph_objects.Figure`` (or a figure dict).
+        config: Plotly config options (``{"scrollZoom": True}``, ...), merged
+            over ``{"responsive": True, "displaylogo": False}``.
+
+    In Google Colab (``google.colab`` imported) this is
+    ``fig.show(renderer="colab")``. Elsewhere it displays the bundle of
+    :func:`figure_bundle`: JupyterLab picks the Plotly mimetype, the book
+    (myst-nb) picks ``text/html``. Keep figures small: the data is stored
+    twice in the notebook (JSON and HTML), and committed notebooks must stay
+    under 1.5 MB.
+    """
+    if "google.colab" in sys.modules:
+        import plotly.graph_objects as go
+        go.Figure(fig).show(renderer="colab", config=dict(config or {}))
+        return
+    _display(raw=figure_bundle(fig, config))
+
+
+# ------------------------------------------------------------------- source
+def _kernel_text(file: str) -> str:
+    try:
+        from .compile import source as compile_source   # pastes local #includes
+        return compile_source(file)
+    except ImportError:
+        path = Path(__file__).resolve().parent.parent / "kernels" / file
+        if not path.is_file():
+            raise FileNotFoundError(f"file={file!r}: no such kernel in kernels/") from None
+        return path.read_text()
+
+
+def _matching_brace(text: str, open_at: int) -> int:
+    """Index of the ``}`` closing the ``{`` at ``open_at`` (skips comments, strings)."""
+    depth, i, n = 0, open_at, len(text)
+    while i < n:
+        if text.startswith("//", i):
+            i = text.find("\n", i)
+            i = n if i < 0 else i
+        elif text.startswith("/*", i):
+            i = text.find("*/", i + 2)
+            i = n if i < 0 else i + 2
+            continue
+        elif text[i] in "\"'":
+            q, i = text[i], i + 1
+            while i < n and text[i] != q:
+                i += 2 if text[i] == "\\" else 1
+        elif text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    raise ValueError("unbalanced braces")
+
+
+def extract_entry(text: str, entry: str) -> str:
+    """The ``extern "C"`` function ``entry`` of CUDA source ``text`` (exposed for
+    tests): its definition, from ``extern "C"`` to the closing brace, and the
+    comment lines (``//`` or a ``/* */`` block) directly above it.
+
+    Raises ValueError when ``entry`` is not an ``extern "C"`` function of ``text``.
+    """
+    m = None
+    for cand in re.finditer(r'^[ \t]*(extern\s+"C")', text, re.M):
+        if re.match(r'extern\s+"C"[^;{]*?\b' + re.escape(entry) + r'\s*\(', text[cand.start(1):]):
+            m = cand
+            break
+    if m is None:
+        names = re.findall(r'extern\s+"C"[^;{]*?\b(?!__launch_bounds__\b)(\w+)\s*\(', text)
+        raise ValueError(f"entry={entry!r}: no extern \"C\" function of that name (have: {names})")
+    end = _matching_brace(text, text.index("{", m.start())) + 1
+    lines = text[:m.start()].split("\n")[:-1]
+    first = len(lines)
+    while first > 0:
+        s = lines[first - 1].strip()
+        if s.startswith("//") or s.startswith("*") or s.startswith("/*") or s.endswith("*/"):
+            first -= 1
+        else:
+            break
+    comment = "\n".join(lines[first:])
+    return (comment + "\n" if comment else "") + text[m.start():end].rstrip()
+
+
+def source(file: str, entry: str | None = None) -> None:
+    """Display CUDA source from ``kernels/<file>`` as a highlighted code block.
+
+    Args:
+        file: a file name in ``kernels/``, e.g. ``"01_naive.cu"``.
+        entry: if given, only the ``extern "C"`` function of that name and the
+            comment block right above it; otherwise the whole file (local
+            ``#include "x.cuh"`` files pasted in, as the compiler sees it).
+
+    Output: Markdown, a caption line naming the file (and entry) and a
+    fenced ```` ```cuda ```` block, so JupyterLab and the book both highlight it.
+    Raises FileNotFoundError for an unknown file, ValueError for an unknown entry.
+    """
+    _markdown(source_markdown(file, entry))
+
+
+def source_markdown(file: str, entry: str | None = None) -> str:
+    """The Markdown :func:`source` displays (exposed for tests)."""
+    text = _kernel_text(file)
+    code = extract_entry(text, entry) if entry else text.rstrip()
+    fence = "```"
+    while fence in code:
+        fence += "`"
+    where = f"`kernels/{file}`" + (f", `{entry}`" if entry else "")
+    return f"{where}\n\n{fence}cuda\n{code}\n{fence}\n"
+
+
+# -------------------------------------------------------------------- table
+def _cell(v) -> str:
+    if isinstance(v, bool) or v is None:
+        s = "" if v is None else str(v)
+    elif isinstance(v, float):
+        s = f"{v:.4g}"
+    elif isinstance(v, (list, tuple)):
+        s = " x ".join(str(x) for x in v)
+    else:
+        s = str(v)
+    return s.replace("|", "\\|").replace("\n", " ")
+
+
+def table_markdown(rows: Sequence[Mapping], columns: Iterable, caption: str) -> str:
+    """The Markdown :func:`table` displays (exposed for tests)."""
+    if not caption or not str(caption).strip():
+        raise ValueError("caption: required; say what the numbers are and where "
+                         "they were measured (GPU, recorded or live)")
+    cols = list(columns.items()) if isinstance(columns, Mapping) else \
+        [c if isinstance(c, tuple) else (c, c) for c in columns]
+    if not cols:
+        raise ValueError("columns: at least one column is needed")
+    numeric = [all(isinstance(r.get(k), (int, float)) and not isinstance(r.get(k), bool)
+                   for r in rows if r.get(k) is not None) and any(r.get(k) is not None for r in rows)
+               for k, _ in cols]
+    out = [f"*{caption.strip()}*", "",
+           "| " + " | ".join(_cell(h) for _, h in cols) + " |",
+           "|" + "|".join("---:" if num else "---" for num in numeric) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(_cell(r.get(k)) for k, _ in cols) + " |")
+    return "\n".join(out) + "\n"
+
+
+def table(rows: Sequence[Mapping], columns: Iterable, caption: str) -> None:
+    """Display ``rows`` as a Markdown table under a caption line.
+
+    Args:
+        rows: a list of dicts, one per table row.
+        columns: the keys to show, in order: a list of keys, a list of
+            ``(key, header)`` pairs, or a dict ``{key: header}``. Missing
+            values are blank; floats get 4 significant digits; lists and
+            tuples (shapes) are written ``4096 x 4096``; numeric columns are
+            right-aligned.
+        caption: what the numbers are and where they were measured, e.g.
+            ``"Recorded on NVIDIA H200 (results/h200.json, 2026-11-29)"``.
+            Required: ValueError if empty.
+    """
+    _markdown(table_markdown(rows, columns, caption))
+
+
+# --------------------------------------------------------------------- note
+def note_markdown(text: str, title: str = "Note") -> str:
+    """The Markdown :func:`note` displays (exposed for tests)."""
+    return (f'<div class="admonition note">\n<p class="admonition-title">{title}</p>\n\n'
+            f"{text.strip()}\n\n</div>\n")
+
+
+def note(text: str, title: str = "Note") -> None:
+    """Display ``text`` (Markdown) in a note box, titled ``title``.
+
+    Rendered as an admonition in the book (the theme's ``admonition note``
+    style) and as a plain block with a bold title line in JupyterLab.
+    """
+    _markdown(note_markdown(text, title))

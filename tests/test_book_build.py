@@ -1,0 +1,458 @@
+"""The built book: `jupyter-book build -W`, then every page in headless Chromium.
+
+Two books are built, once each per test session (module-scoped fixtures):
+
+* the real book (``_config.yml``, ``_toc.yml``, ``book/``), exactly as a reader
+  builds it. Chapters listed in ``_toc.yml`` whose notebook is not written yet
+  are left out of that build (through ``--toc`` with a filtered copy) and
+  reported by ``test_toc_files_exist`` as a skip that names them;
+* a probe book: the real ``_config.yml`` and ``_ext/`` with one notebook,
+  executed here, that uses every display helper of ``helpers/show.py``
+  (two Plotly figures, one with a slider, kernel source, a table, a note,
+  math). It checks the figure pipeline even while no chapter has a figure.
+
+Each page is served from 127.0.0.1 and opened in the system Chromium driven
+by Playwright. A page passes when it loads, ``window.Plotly`` exists, every
+``.plotly-graph-div`` in its HTML is drawn (has a ``.main-svg``), and there
+are no console errors, no uncaught exceptions, no failed or 4xx/5xx requests
+and no request to any host but the local server (the book must work offline).
+
+Chromium: ``$BOOK_TEST_CHROMIUM``, else ``chromium`` on PATH, else
+``/usr/bin/chromium`` (Debian: ``apt-get install chromium``). Never
+``playwright install``: it downloads a browser. Without Chromium or Playwright
+the browser tests skip with the reason, except under ``CI=true``, where they fail.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK_MAX_BYTES = 1_500_000
+BUILD_TIMEOUT_S = 900
+QUIET_S = 1.0            # a page has settled when no request started or ended for this long
+SETTLE_TIMEOUT_S = 30    # ... and it must settle within this
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CDN_HINTS = re.compile(r"cdn\.plot\.ly|cdn\.jsdelivr|unpkg\.com|cdnjs|googleapis|require\.min\.js")
+
+
+# ------------------------------------------------------------------ helpers
+def _jupyter_book() -> list[str]:
+    exe = Path(sys.executable).with_name("jupyter-book")
+    if exe.is_file():
+        return [str(exe)]
+    found = shutil.which("jupyter-book")
+    if found:
+        return [found]
+    return [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())"]
+
+
+def toc_entries(toc: dict) -> list[str]:
+    """Every ``file:`` of a Jupyter Book toc (root first), as written there."""
+    out = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                out.append(node["file"])
+            for key in ("parts", "chapters", "sections"):
+                for child in node.get(key, []) or []:
+                    walk(child)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+    walk(toc)
+    return out
+
+
+def _exists(root: Path, docname: str) -> bool:
+    p = root / docname
+    return p.is_file() or any(p.with_name(p.name + s).is_file() for s in (".md", ".ipynb", ".rst"))
+
+
+def _prune_toc(node, root: Path):
+    """A copy of a toc node without the ``file:`` entries that do not exist."""
+    if isinstance(node, list):
+        kept = [_prune_toc(c, root) for c in node]
+        return [c for c in kept if c is not None]
+    if isinstance(node, dict):
+        if "file" in node and not _exists(root, node["file"]):
+            return None
+        out = {}
+        for k, v in node.items():
+            out[k] = _prune_toc(v, root) if k in ("parts", "chapters", "sections") else v
+            if k in ("parts", "chapters", "sections") and not out[k]:
+                del out[k]
+        return out
+    return node
+
+
+@dataclass
+class Build:
+    returncode: int
+    log: str
+    html: Path
+    missing: list
+
+    def pages(self) -> list[Path]:
+        """Every HTML page of the site (not the files under _static/ etc.)."""
+        skip = {"_static", "_sources", "_images", "_downloads", ".doctrees"}
+        return sorted(p for p in self.html.rglob("*.html")
+                      if not skip.intersection(p.relative_to(self.html).parts))
+
+
+def build_book(src: Path, out: Path, toc: Path | None = None) -> Build:
+    """``jupyter-book build -W -n --keep-going --path-output out src``."""
+    cmd = _jupyter_book() + ["build", "-W", "-n", "--keep-going", "--path-output", str(out)]
+    if toc is not None:
+        cmd += ["--toc", str(toc)]
+    cmd.append(str(src))
+    env = {**os.environ, "PYTHONWARNINGS": "ignore::DeprecationWarning"}
+    r = subprocess.run(cmd, cwd=src, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, env=env)
+    return Build(r.returncode, r.stdout + r.stderr, out / "_build" / "html", [])
+
+
+def _is_redirect(html: str) -> bool:
+    """A page that only redirects (Jupyter Book's root index.html)."""
+    return re.search(r"""http-equiv=["']refresh""", html, re.I) is not None
+
+
+def _warnings(log: str) -> list[str]:
+    return [ln for ln in log.splitlines() if re.search(r"\bWARNING\b|\bERROR\b|CRITICAL", ln)]
+
+
+def chromium_path() -> str | None:
+    for cand in (os.environ.get("BOOK_TEST_CHROMIUM"), shutil.which("chromium"), "/usr/bin/chromium"):
+        if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
+def _need_browser():
+    """Skip (or, under CI=true, fail) when Chromium or Playwright is missing."""
+    why = None
+    if chromium_path() is None:
+        why = ("no Chromium: set $BOOK_TEST_CHROMIUM or `apt-get install chromium` "
+               "(do not `playwright install`: it downloads a browser)")
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            why = "Playwright is not installed: pip install -r requirements.txt"
+    if why:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(why + " (CI=true: the browser check must run)")
+        pytest.skip(why)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+class serve:
+    """``with serve(directory) as base_url:`` a static HTTP server on 127.0.0.1."""
+
+    def __init__(self, directory: Path):
+        handler = functools.partial(_QuietHandler, directory=str(directory))
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+
+    def __enter__(self) -> str:
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+FIGURE_DIV = re.compile(r"""<div\b[^>]*\bclass=["'][^"']*\bplotly-graph-div\b""")
+DRAWN_JS = """() => {
+  const divs = Array.from(document.querySelectorAll('.plotly-graph-div'));
+  return {divs: divs.length,
+          drawn: divs.filter(d => d.classList.contains('js-plotly-plot') && d.querySelector('.main-svg')).length,
+          plotly: typeof window.Plotly === 'object' && typeof window.Plotly.newPlot === 'function',
+          math: document.querySelectorAll('mjx-container').length};
+}"""
+
+
+def check_in_chromium(build: Build) -> dict:
+    """Open every page of ``build`` in Chromium. Returns ``{page: info}`` where
+    info has ``problems`` (a list of strings, empty when the page is fine),
+    ``figures`` (divs in the HTML), ``drawn`` and ``math`` (typeset formulas)."""
+    from playwright.sync_api import sync_playwright
+
+    report = {}
+    with serve(build.html) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(service_workers="block")
+            # Nothing may leave this machine: abort (and record) any non-local request.
+            context.route(re.compile(r"^(?!" + re.escape(base) + r"|data:|blob:|about:).*"),
+                          lambda route: route.abort("blockedbyclient"))
+            for path in build.pages():
+                rel = path.relative_to(build.html).as_posix()
+                problems: list[str] = []
+                page = context.new_page()
+                inflight: dict = {}
+                last = [0.0]
+
+                def started(r, p=problems, f=inflight, t=last):
+                    f[r] = r.url
+                    t[0] = time.monotonic()
+                    if not r.url.startswith((base, "data:", "blob:", "about:")):
+                        p.append(f"request to another host: {r.url}")
+
+                def ended(r, failed=False, p=problems, f=inflight, t=last):
+                    f.pop(r, None)
+                    t[0] = time.monotonic()
+                    if failed:
+                        p.append(f"request failed: {r.url} ({r.failure})")
+
+                page.on("request", started)
+                page.on("requestfinished", ended)
+                page.on("requestfailed", functools.partial(ended, failed=True))
+                page.on("response", lambda r, p=problems: p.append(f"HTTP {r.status}: {r.url}")
+                        if r.status >= 400 else None)
+                page.on("console", lambda m, p=problems: p.append(f"console {m.type}: {m.text}")
+                        if m.type == "error" else None)
+                page.on("pageerror", lambda e, p=problems: p.append(f"uncaught exception: {e}"))
+                text = path.read_text(errors="replace")
+                redirect = _is_redirect(text)  # checked as the page it points to
+                expected = len(FIGURE_DIV.findall(text))
+                info = {"figures": expected, "drawn": 0, "math": 0}
+                try:
+                    resp = page.goto(base + rel, wait_until="load", timeout=60_000)
+                    if resp is None or not resp.ok:
+                        problems.append(f"page did not load: {resp.status if resp else 'no response'}")
+                    # Settled: nothing in flight for QUIET_S (fonts, MathJax parts load late).
+                    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+                    while inflight or time.monotonic() - last[0] < QUIET_S:
+                        if time.monotonic() > deadline:
+                            problems.append(f"requests still in flight after {SETTLE_TIMEOUT_S} s: "
+                                            f"{sorted(inflight.values())}")
+                            break
+                        page.wait_for_timeout(100)
+                    if expected and not redirect:
+                        try:
+                            page.wait_for_function(
+                                "n => Array.from(document.querySelectorAll('.plotly-graph-div'))"
+                                ".filter(d => d.querySelector('.main-svg')).length >= n",
+                                arg=expected, timeout=15_000)
+                        except Exception:
+                            pass  # the count below says how many were drawn
+                    state = page.evaluate(DRAWN_JS)
+                    info.update(drawn=state["drawn"], math=state["math"])
+                    if not redirect:
+                        if not state["plotly"]:
+                            problems.append("window.Plotly is not defined")
+                        if state["divs"] != expected:
+                            problems.append(f"{expected} figure divs in the HTML, {state['divs']} in the page")
+                        if state["drawn"] != expected:
+                            problems.append(f"{state['drawn']} of {expected} Plotly figures drawn")
+                except Exception as e:  # a timeout, a crash
+                    problems.append(f"{type(e).__name__}: {e}")
+                finally:
+                    page.close()
+                info["problems"] = problems
+                report[rel] = info
+        finally:
+            browser.close()
+    return report
+
+
+def _fail_report(report: dict) -> str:
+    lines = []
+    for rel, info in report.items():
+        for p in info["problems"]:
+            lines.append(f"{rel}: {p}")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------- the book
+@pytest.fixture(scope="module")
+def book(tmp_path_factory) -> Build:
+    """The real book, built once for this module."""
+    out = tmp_path_factory.mktemp("book")
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text())
+    missing = [f for f in toc_entries(toc) if not _exists(REPO, f)]
+    toc_arg = None
+    if missing:
+        toc_arg = out / "_toc_present.yml"
+        toc_arg.write_text(yaml.safe_dump(_prune_toc(toc, REPO), sort_keys=False))
+    b = build_book(REPO, out, toc_arg)
+    b.missing = missing
+    return b
+
+
+def test_book_builds_without_warnings(book):
+    """`jupyter-book build -W -n --keep-going .` succeeds with no warning."""
+    assert book.returncode == 0 and not _warnings(book.log), (
+        "jupyter-book build -W failed:\n" + "\n".join(_warnings(book.log)) + "\n--- log tail ---\n"
+        + book.log[-4000:])
+
+
+def test_toc_files_exist(book):
+    """Every chapter in _toc.yml has its page (a missing one is reported, not built)."""
+    if book.missing:
+        pytest.skip("listed in _toc.yml but not written yet (left out of the build): "
+                    + ", ".join(book.missing))
+
+
+def test_every_toc_page_is_built(book):
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text())
+    for f in toc_entries(toc):
+        if f not in book.missing:
+            stem = re.sub(r"\.(md|ipynb|rst)$", "", f)
+            assert (book.html / (stem + ".html")).is_file(), f"{f}: no {stem}.html in the build"
+
+
+def test_plotly_js_once_per_site(book):
+    """One plotly.min.js in _static/, referenced by every page, embedded in none."""
+    copies = [p for p in book.html.rglob("plotly*.js")]
+    assert [p.relative_to(book.html).as_posix() for p in copies] == ["_static/plotly.min.js"]
+    for page in book.pages():
+        text = page.read_text(errors="replace")
+        if _is_redirect(text):
+            continue
+        rel = page.relative_to(book.html).as_posix()
+        assert len(re.findall(r'<script[^>]+src="[^"]*_static/plotly\.min\.js', text)) == 1, rel
+        assert "plotly.js v" not in text, f"{rel}: plotly.js is embedded in the page"
+
+
+def test_no_cdn_urls_in_pages(book):
+    for page in book.pages():
+        text = page.read_text(errors="replace")
+        srcs = re.findall(r'<(?:script|link)\b[^>]*(?:src|href)="((?:https?:)?//[^"]+)"', text)
+        assets = [s for s in srcs if not re.search(r"\.(html?)(#|$)", s)]
+        assert not assets, f"{page.name}: loads assets from another host: {assets}"
+
+
+def test_book_pages_in_chromium(book):
+    """Every page loads offline, has window.Plotly, draws all of its figures,
+    and logs no errors."""
+    _need_browser()
+    if book.returncode != 0:
+        pytest.fail("the book did not build (see test_book_builds_without_warnings)")
+    report = check_in_chromium(book)
+    assert report, "no HTML pages were built"
+    assert not _fail_report(report), "\n" + _fail_report(report)
+
+
+def test_committed_notebooks_are_small_and_self_contained():
+    """book/*.ipynb: < 1.5 MB, no ipywidgets state (myst-nb would load
+    RequireJS and the widget manager from a CDN), no plotly.js inside, no CDN."""
+    problems = []
+    for nb in sorted((REPO / "book").glob("*.ipynb")):
+        size = nb.stat().st_size
+        if size >= NOTEBOOK_MAX_BYTES:
+            problems.append(f"{nb.name}: {size} bytes (limit {NOTEBOOK_MAX_BYTES})")
+        text = nb.read_text(errors="replace")
+        data = json.loads(text)
+        state = ((data.get("metadata", {}).get("widgets") or {})
+                 .get("application/vnd.jupyter.widget-state+json") or {}).get("state")
+        if state:
+            problems.append(f"{nb.name}: carries ipywidgets state in its metadata "
+                            "(JupyterLab: Settings > Save Widget State Automatically off, then clear it)")
+        if "plotly.js v" in text:
+            problems.append(f"{nb.name}: has plotly.js embedded in an output (use helpers.show.figure)")
+        if CDN_HINTS.search(text):
+            problems.append(f"{nb.name}: refers to a CDN ({CDN_HINTS.search(text).group()})")
+    assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------- the probe
+PROBE_CELLS = [
+    ("markdown", "# Probe\n\nA formula, typeset by the local MathJax: $2MNK$ FLOPs, and\n\n"
+                 "$$\\text{AI} = \\frac{2MNK}{4(MK + KN + MN)}$$"),
+    ("code", "import sys; sys.path.insert(0, {repo!r})\n"
+             "import plotly.graph_objects as go\nfrom helpers import show"),
+    ("code", "fig = go.Figure(go.Scatter(x=[1, 2, 3, 4], y=[1, 4, 9, 16], name='y = x^2'))\n"
+             "fig.update_layout(title='probe: a line', height=300)\nshow.figure(fig)"),
+    ("code", textwrap.dedent("""\
+        # a figure with a Plotly slider: works in static HTML, no kernel
+        steps = []
+        fig = go.Figure()
+        for i, bk in enumerate([8, 16, 32]):
+            fig.add_bar(x=['a', 'b', 'c'], y=[bk, 2 * bk, 3 * bk], visible=(i == 0), name=f'BK={bk}')
+            steps.append(dict(method='update', label=str(bk),
+                              args=[{'visible': [j == i for j in range(3)]}]))
+        fig.update_layout(sliders=[dict(steps=steps, currentvalue={'prefix': 'BK = '})], height=300)
+        show.figure(fig)""")),
+    ("code", "show.source('01_naive.cu', entry='sgemm_naive_yfirst')"),
+    ("code", "show.table([{'kernel': 'naive', 'shape': (4096, 4096, 4096), 'TFLOP/s': 1.234},\n"
+             "            {'kernel': 'vectorized', 'shape': (4096, 4096, 4096), 'TFLOP/s': 2.5}],\n"
+             "           ['kernel', 'shape', 'TFLOP/s'], caption='Made-up numbers (probe page, not measured)')"),
+    ("code", "show.note('Recorded mode: **no GPU** here, so `launch` is skipped.')"),
+]
+
+
+def _probe_kernel_file() -> str | None:
+    files = sorted(p.name for p in (REPO / "kernels").glob("*.cu"))
+    return "01_naive.cu" if "01_naive.cu" in files else (files[0] if files else None)
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory) -> Build:
+    """The probe book: the real _config.yml and _ext/, one executed notebook."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    src = tmp_path_factory.mktemp("probe_src")
+    shutil.copy(REPO / "_config.yml", src / "_config.yml")
+    shutil.copytree(REPO / "_ext", src / "_ext", ignore=shutil.ignore_patterns("__pycache__"))
+    (src / "book").mkdir()
+    (src / "_toc.yml").write_text("format: jb-book\nroot: book/probe\n")
+    cells = []
+    kfile = _probe_kernel_file()
+    for kind, text in PROBE_CELLS:
+        text = text.replace("{repo!r}", repr(str(REPO)))
+        if "show.source(" in text:
+            if kfile is None:
+                continue
+            text = f"show.source({kfile!r})" if kfile != "01_naive.cu" else text
+        cells.append(nbformat.v4.new_markdown_cell(text) if kind == "markdown"
+                     else nbformat.v4.new_code_cell(text))
+    nb = nbformat.v4.new_notebook(cells=cells, metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    NotebookClient(nb, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(src / "book")}}).execute()
+    nbformat.write(nb, src / "book" / "probe.ipynb")
+    b = build_book(src, tmp_path_factory.mktemp("probe_out"))
+    b.missing = []
+    return b
+
+
+def test_probe_builds_without_warnings(probe):
+    assert probe.returncode == 0 and not _warnings(probe.log), (
+        "\n".join(_warnings(probe.log)) + "\n--- log tail ---\n" + probe.log[-4000:])
+
+
+def test_probe_figures_and_math_render_in_chromium(probe):
+    """helpers.show.figure output is drawn in the built book, offline."""
+    _need_browser()
+    assert probe.returncode == 0, probe.log[-4000:]
+    report = check_in_chromium(probe)
+    assert not _fail_report(report), "\n" + _fail_report(report)
+    page = report["book/probe.html"]
+    assert page["figures"] == 2 and page["drawn"] == 2, page
+    assert page["math"] >= 2, f"MathJax typeset {page['math']} formulas, expected 2: {page}"
+    html = (probe.html / "book" / "probe.html").read_text()
+    assert 'class="highlight-cuda' in html, "kernel source is not highlighted as CUDA"
+    assert "<table" in html and "Made-up numbers" in html, "show.table did not render a table"
+    assert 'class="admonition note"' in html, "show.note did not render"
