@@ -19,6 +19,11 @@ from . import catalog, gpu, launch, results, timing, verify
 Config = "str | tuple[str, dict]"
 
 
+def sig(x: float, digits: int = 5) -> float:
+    """``x`` rounded to ``digits`` significant digits (for the results file)."""
+    return float(f"{x:.{digits}g}")
+
+
 def _configs(items) -> list:
     out = []
     for it in items:
@@ -75,9 +80,9 @@ def gemm(items, shape=(4096, 4096, 4096), dtype: str | None = None, verify_each:
         t = timing.time_ms(run)
         tf = timing.tflops(fl, t["ms"])
         recs.append({"chapter": spec.chapter, "kernel": spec.key, "title": spec.title, "params": p,
-                     "dtype": dtype, "shape": [M, N, K], "metric": "TFLOP/s", "value": round(tf, 3),
-                     "reference": "cuBLAS", "reference_value": round(ref_tf, 3),
-                     "ratio": round(tf / ref_tf, 4), "rel_err": err, "ms": round(t["ms"], 4),
+                     "dtype": dtype, "shape": [M, N, K], "metric": "TFLOP/s", "value": sig(tf),
+                     "reference": "cuBLAS", "reference_value": sig(ref_tf),
+                     "ratio": sig(tf / ref_tf, 4), "rel_err": err, "ms": sig(t["ms"]),
                      "repeats": t["n"], "source": "live"})
     return recs
 
@@ -112,9 +117,9 @@ def transpose(items, shape=(4096, 4096)) -> list:
         t = timing.time_ms(lambda: L(out, X, R, Cc))
         gb = timing.gbps(nbytes, t["ms"])
         recs.append({"chapter": spec.chapter, "kernel": spec.key, "title": spec.title, "params": p,
-                     "dtype": "float32", "shape": [R, Cc], "metric": "GB/s", "value": round(gb, 1),
-                     "reference": "cudaMemcpy D2D", "reference_value": round(ref_gb, 1),
-                     "ratio": round(gb / ref_gb, 4), "rel_err": 0.0, "ms": round(t["ms"], 5),
+                     "dtype": "float32", "shape": [R, Cc], "metric": "GB/s", "value": sig(gb),
+                     "reference": "cudaMemcpy D2D", "reference_value": sig(ref_gb),
+                     "ratio": sig(gb / ref_gb, 4), "rel_err": 0.0, "ms": sig(t["ms"]),
                      "repeats": t["n"], "source": "live"})
     return recs
 
@@ -122,3 +127,49 @@ def transpose(items, shape=(4096, 4096)) -> list:
 def where(recs: list) -> str:
     """'measured live in this run on ...' or 'recorded on ...; no GPU here'."""
     return results.where(any(r.get("source") == "live" for r in recs))
+
+
+def banner() -> None:
+    """Display whether this notebook runs live (and on which GPU) or recorded."""
+    from . import show
+    if gpu.live():
+        info = gpu.device_info()
+        show.note(f"**Live mode.** Kernels are compiled and measured on this machine's "
+                  f"{info['name']} (sm_{info['cc'][0]}{info['cc'][1]}, {info['sms']} SMs). Every speed "
+                  "below is compared with a reference timed in the same run.", title="Where the numbers come from")
+    else:
+        prov = results.load()["provenance"]
+        show.note(f"**Recorded mode: no CUDA GPU is visible here.** Figures are computed, but "
+                  f"measurements are read from `results/{results.DEFAULT_SLUG}.json`, recorded on "
+                  f"{results.describe(prov)}. Run the notebook on a GPU to measure your own.",
+                  title="Where the numbers come from")
+
+
+COLUMNS = {"title": "kernel", "params": "parameters", "shape": "shape", "value": "value",
+           "metric": "unit", "reference_value": "reference", "ratio": "ratio", "rel_err": "rel. error"}
+
+
+def show_table(recs: list, caption: str = "") -> None:
+    """Display measurement records as a table captioned with where they were measured."""
+    from . import show
+    rows = [{**r, "params": " ".join(f"{k}={v}" for k, v in r["params"].items())} for r in recs]
+    ref = recs[0].get("reference", "") if recs else ""
+    w = where(recs)
+    cap = (caption + " " if caption else "") + f"Reference: {ref}, same run. {w[0].upper() + w[1:]}."
+    show.table(rows, COLUMNS, cap)
+
+
+def bar(recs: list, title: str):
+    """A bar chart of records' ratio to their same-run reference (plotly Figure)."""
+    import plotly.graph_objects as go
+    ok = [r for r in recs if r.get("value") is not None]
+    ref = ok[0]["reference"] if ok else ""
+    fig = go.Figure(go.Bar(x=[r["title"] for r in ok], y=[r["ratio"] for r in ok],
+                           text=[f"{r['value']:.0f} {r['metric']}" if r["value"] >= 10 else f"{r['value']:.2f} {r['metric']}"
+                                 for r in ok], textposition="outside",
+                           hovertext=[f"{r['params']}, {r['ms']} ms" if r.get("ms") else str(r["params"]) for r in ok],
+                           hoverinfo="x+y+text"))
+    fig.update_layout(title=dict(text=f"{title}<br><sup>{where(recs)}</sup>", x=0.01),
+                      yaxis=dict(title=f"fraction of {ref} (same run)", rangemode="tozero"),
+                      height=380, margin=dict(l=60, r=20, t=70, b=40))
+    return fig

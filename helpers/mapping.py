@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import gpu
 from .catalog import cdiv
 
 SECTOR = 32  # bytes: the unit in which L1/L2 move global memory (a warp's
@@ -129,14 +130,15 @@ def figure(key: str, p: dict, shape=(32, 32, 8), block=(0, 0), warp: int = 0, st
     target_blk = block[1] * gx + block[0]
     sel = (blk == target_blk) & (thr // 32 == warp)
     tpb = p["BLOCK_X"]
-    custom = np.stack([blk % gx, blk // gx, thr // 32, thr % 32, thr % tpb, thr // tpb], -1).astype(np.int16)
-    zc = (wid % 12).astype(float)
-    zc[sel] = 12.5
+    custom = np.stack([blk % gx, blk // gx, thr // 32, thr % 32, thr % tpb, thr // tpb], -1)
+    custom = custom.astype(np.uint8 if custom.max() < 256 else np.uint16)   # compact in the notebook
+    zc = (wid % 12).astype(np.uint8)
+    zc[sel] = 13
     fig = make_subplots(rows=1, cols=3, column_widths=[0.22, 0.39, 0.39], horizontal_spacing=0.06,
                         subplot_titles=(f"A ({M}x{K})", f"B ({K}x{N})", f"C ({M}x{N}): one color per warp"))
 
     def z_for(step):
-        zA, zB = np.zeros((M, K)), np.zeros((K, N))
+        zA, zB = np.zeros((M, K), np.uint8), np.zeros((K, N), np.uint8)
         notes = []
         for ld in warp_loads(key, p, shape, block, warp, step):
             z = zA if ld["operand"] == "A" else zB
@@ -152,7 +154,7 @@ def figure(key: str, p: dict, shape=(32, 32, 8), block=(0, 0), warp: int = 0, st
                              hovertemplate="A[%{y}][%{x}]<extra></extra>"), 1, 1)
     fig.add_trace(go.Heatmap(z=zB, colorscale=scale, showscale=False, zmin=0, zmax=1,
                              hovertemplate="B[%{y}][%{x}]<extra></extra>"), 1, 2)
-    fig.add_trace(go.Heatmap(z=zc, colorscale="Turbo", showscale=False, customdata=custom,
+    fig.add_trace(go.Heatmap(z=zc, colorscale="Turbo", zmin=0, zmax=13, showscale=False, customdata=custom,
                              hovertemplate="C[%{y}][%{x}]<br>block (%{customdata[0]}, %{customdata[1]})"
                                            "<br>warp %{customdata[2]}, lane %{customdata[3]}"
                                            "<br>thread (%{customdata[4]}, %{customdata[5]})<extra></extra>"), 1, 3)
@@ -161,7 +163,7 @@ def figure(key: str, p: dict, shape=(32, 32, 8), block=(0, 0), warp: int = 0, st
         a, b, notes = z_for(s)
         kk = f"k = {s}" if key.startswith("naive") else f"k = {4 * s}..{4 * s + 3}"
         steps_ui.append(dict(method="update", label=str(s),
-                             args=[{"z": [a, b]}, {"title.text": _title(key, warp, block, kk, notes)}, [0, 1]]))
+                             args=[{"z": [a.tolist(), b.tolist()]}, {"title.text": _title(key, warp, block, kk, notes)}, [0, 1]]))
     for c in (1, 2, 3):
         fig.update_yaxes(autorange="reversed", row=1, col=c)
     fig.update_layout(title=dict(text=_title(key, warp, block, "k = 0" if key.startswith("naive") else "k = 0..3",
@@ -175,3 +177,20 @@ def figure(key: str, p: dict, shape=(32, 32, 8), block=(0, 0), warp: int = 0, st
 def _title(key, warp, block, kk, notes):
     return (f"{key}: warp {warp} of block {block} (outlined dark red in C), loads at {kk}"
             f"<br><sup>{'; '.join(notes)} (a 32-byte sector is the unit of a memory transaction)</sup>")
+
+
+def check_against_kernel(key: str, shape=(70, 100, 20)) -> str:
+    """Compare :func:`owner` with the instrumented kernel (-DRECORD_OWNER=1),
+    element by element. Live: AssertionError on any difference, else a
+    one-line report. Recorded: says where the check runs instead."""
+    from . import catalog, launch
+    if not gpu.live():
+        return (f"{key}: no GPU here; the GPU suite checks this model against the kernel\n"
+                "  (tests/gpu/test_kernels.py::test_owner_model_matches_kernel).")
+    spec = catalog.get(key)
+    got = launch.record_owner(key, shape)
+    want = owner(key, spec.params(), shape)
+    bad = int((got != want).sum())
+    assert bad == 0, f"{key}: the index model and the kernel disagree on {bad} of {got.size} elements"
+    return (f"{key} at M, N, K = {shape}: the kernel's recorded (block, thread) for all {got.size} "
+            "elements of C equals the model.")

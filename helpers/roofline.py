@@ -61,6 +61,25 @@ def intensity_kernel(key: str, params: dict, shape) -> float | None:
     return timing.gemm_flops(*shape) / spec.global_bytes(spec.params(**params), tuple(shape))
 
 
+def show_ceilings(ceil: dict) -> None:
+    """Display the ceilings as a table (with where they were measured)."""
+    from . import show
+    spec = ceil.get("spec", {})
+    rows = [{"ceiling": "copy bandwidth (cudaMemcpy D2D, read + write)", "value": ceil.get("copy_GBps"), "unit": "GB/s"}]
+    if spec.get("dram_peak_GBps"):
+        rows.append({"ceiling": "DRAM bandwidth, spec (2 x memory clock x bus width)",
+                     "value": round(spec["dram_peak_GBps"], 1), "unit": "GB/s"})
+    for dt, v in ceil.get("cublas_TFLOPs", {}).items():
+        rows.append({"ceiling": f"cuBLAS GEMM {dt}, 4096^3", "value": v, "unit": "TFLOP/s"})
+    if spec.get("fp32_peak_TFLOPs"):
+        rows.append({"ceiling": f"FP32 CUDA cores, spec ({spec['sms']} SMs x lanes x 2 x {spec['clock_MHz']:.0f} MHz)",
+                     "value": round(spec["fp32_peak_TFLOPs"], 1), "unit": "TFLOP/s"})
+    if ceil.get("copy_GBps") and ceil.get("cublas_TFLOPs", {}).get("float32"):
+        rows.append({"ceiling": "machine balance FP32 (cuBLAS / copy)",
+                     "value": round(ceil["cublas_TFLOPs"]["float32"] * 1e3 / ceil["copy_GBps"], 1), "unit": "FLOP/byte"})
+    show.table(rows, ["ceiling", "value", "unit"], f"Ceilings of this GPU, {ceil.get('where', '')}.")
+
+
 def figure(recs: list, ceil: dict, title: str = "Roofline"):
     """A log-log roofline (plotly Figure) with the measured roofs and each kernel.
 
@@ -94,6 +113,12 @@ def figure(recs: list, ceil: dict, title: str = "Roofline"):
                                      hovertemplate="%{x:.2f} FLOP/B -> %{y:.2f} TFLOP/s<extra>" + name + "</extra>"))
         fig.add_annotation(x=np.log10(0.05), y=np.log10(0.05 * bw / 1e3), text=f"copy {bw / 1e3:.2f} TB/s",
                            showarrow=False, textangle=-38, yshift=12, font=dict(size=11))
+    for dt, v in cub.items():
+        isz = 2 if dt in ("float16", "bfloat16") else 4
+        if dt == "float32" or any(r.get("dtype") == dt for r in recs):
+            fig.add_trace(go.Scatter(x=[intensity_min(4096, 4096, 4096, isz, isz)], y=[v], mode="markers",
+                                     name=f"cuBLAS {dt}, 4096^3", marker=dict(symbol="star", size=13),
+                                     hovertemplate=f"cuBLAS {dt} 4096^3: {v} TFLOP/s<extra></extra>"))
     for r in recs:
         if r.get("value") is None or r.get("metric") != "TFLOP/s":
             continue

@@ -135,3 +135,13 @@ def rule_demos(M: int = 4096, N: int = 4096, K: int = 4096) -> list[dict]:
     rows.append({"rule": "zeros as input", "ms": zeros, "TFLOP/s": tflops(fl, zeros),
                  "vs honest": tflops(fl, zeros) / h, "what it shows": "data-dependent power and clocks; also hides unwritten outputs"})
     return rows
+
+
+def rules() -> tuple[list, str]:
+    """:func:`rule_demos` live, or the rows recorded in results/<gpu>.json
+    (``extras.timing_rules``) without a GPU; returns (rows, where-label)."""
+    from . import results
+    if gpu.live():
+        return rule_demos(), results.where(True)
+    data = results.load()
+    return data.get("extras", {}).get("timing_rules", []), results.where(False, data["provenance"])

@@ -1,0 +1,193 @@
+"""Layer 1: unit tests of helpers/ that need no GPU."""
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from helpers import bench, catalog, checks, compile as kc, launch, mapping, results, roofline, timing, verify
+
+
+# ---------------------------------------------------------------- checks / catalog
+def test_require_message_names_parameter_value_rule():
+    with pytest.raises(ValueError, match=r"^BM=100: must be a multiple of 32$"):
+        checks.require(False, "BM", 100, "must be a multiple of 32")
+    checks.require(True, "BM", 128, "never shown")
+
+
+@pytest.mark.parametrize("key,shape,params,pattern", [
+    ("vec4", (64, 63, 64), {}, r"^N=63: must be a multiple of 4"),
+    ("vec4", (64, 64, 62), {}, r"^K=62: must be a multiple of 4"),
+    ("kmajor", (64, 64, 30), {}, r"^K=30: must be a multiple of 4"),
+    ("naive_yfirst", (64, 64, 64), {"BLOCK_X": 64, "BLOCK_Y": 32}, r"^threads per block=2048: must be <= 1024"),
+    ("naive_yfirst", (64, 64, 64), {"BLOCK_X": 24}, r"^BLOCK_X=24: must be one of"),
+    ("naive_yfirst", (0, 64, 64), {}, r"^M=0: must be a positive integer"),
+    ("naive_yfirst", (64, 64, 64), {"BLOCK_Z": 1}, r"^BLOCK_Z=1: is not a parameter of naive_yfirst"),
+    ("naive_yfirst", (64, 64, 64), {"BLOCK_X": 32.0}, r"^BLOCK_X=32.0: must be an integer"),
+    ("transpose_padded", (64, 64), {"TILE": 16, "BLOCK_ROWS": 32}, r"^BLOCK_ROWS=32: must divide TILE=16"),
+    ("naive_yfirst", (64, 64, 64), {"BLOCK_X": 8, "BLOCK_Y": 1}, r"must be a multiple of 32 \(whole warps\)"),
+])
+def test_every_precondition_error(key, shape, params, pattern):
+    spec = catalog.get(key)
+    with pytest.raises(ValueError, match=pattern):
+        spec.validate(spec.params(**params), shape)
+
+
+def test_smem_limit_rule():
+    spec = catalog.get("transpose_padded")
+    big = catalog.Kernel(**{**spec.__dict__, "key": "tmp", "smem": lambda p: 300_000})
+    with pytest.raises(ValueError, match=r"dynamic shared memory \(bytes\)=300000: must be <= 232448"):
+        big.validate(big.params(), (64, 64), smem_limit=232448)
+
+
+def test_unknown_kernel_lists_known():
+    with pytest.raises(KeyError, match="naive_xfirst"):
+        catalog.get("nope")
+
+
+def test_every_shipped_config_is_valid_on_the_book_shape():
+    for key, spec in catalog.KERNELS.items():
+        shape = (4096, 4096, 4096) if spec.op == "gemm" else (4096, 4096)
+        for p in spec.configs():
+            spec.validate(p, shape)
+
+
+# ---------------------------------------------------------------- launch (no GPU)
+def test_prepare_refuses_before_touching_the_gpu():
+    # validation comes first, so a bad value raises ValueError even with no GPU
+    with pytest.raises(ValueError, match="BLOCK_X"):
+        launch.prepare("naive_yfirst", (64, 64, 64), BLOCK_X=7)
+
+
+def test_occupancy_model():
+    # 256 threads, 128 registers: 8 warps x 4096 regs = 32768 per block -> 2 blocks (65536 regs)
+    o = launch.occupancy(128, 256, 0, {"regs_per_sm": 65536, "smem_per_sm": 233472, "max_threads_per_sm": 2048})
+    assert o["blocks_per_sm"] == 2 and o["limited_by"] == "registers" and o["occupancy"] == 0.25
+    # 32 registers, 256 threads, no smem: thread-limited at 8 blocks, 100 %
+    o = launch.occupancy(32, 256, 0, {"regs_per_sm": 65536, "smem_per_sm": 233472, "max_threads_per_sm": 2048})
+    assert o["blocks_per_sm"] == 8 and o["occupancy"] == 1.0
+    # 100 KB of shared memory per block: 2 blocks fit in 228 KB (1 KB reserved per block)
+    o = launch.occupancy(32, 128, 100 * 1024, {"regs_per_sm": 65536, "smem_per_sm": 233472, "max_threads_per_sm": 2048})
+    assert o["blocks_per_sm"] == 2 and o["limited_by"] == "shared memory"
+
+
+# ---------------------------------------------------------------- compile helpers
+def test_compile_log_points_at_source_line():
+    src = "line one\nfloat x = y;\nline three\n"
+    log = "/tmp/k.cu(2): error: identifier \"y\" is undefined\n"
+    out = kc.format_compile_log(log, src)
+    assert "line 2: error: identifier \"y\" is undefined" in out and ">    2 | float x = y;" in out
+
+
+def test_include_dirs_have_crt_mma_or_say_what_to_install(monkeypatch):
+    kc.cuda_include_dirs.cache_clear()
+    try:
+        dirs = kc.cuda_include_dirs()
+        assert any((__import__("pathlib").Path(d) / "crt" / "mma.h").is_file() for d in dirs)
+    except kc.CudaHeadersNotFound as e:
+        assert "pip install" in str(e)
+    monkeypatch.setattr(kc, "_candidate_include_dirs", lambda: [])
+    kc.cuda_include_dirs.cache_clear()
+    with pytest.raises(kc.CudaHeadersNotFound, match="nvidia-cuda-crt"):
+        kc.cuda_include_dirs(13)
+    kc.cuda_include_dirs.cache_clear()
+    with pytest.raises(kc.CudaHeadersNotFound, match="nvidia-cuda-nvcc-cu12"):
+        kc.cuda_include_dirs(12)
+    kc.cuda_include_dirs.cache_clear()
+
+
+def test_local_includes_are_pasted(tmp_path, monkeypatch):
+    (tmp_path / "x.cuh").write_text("#define FROM_HEADER 1\n")
+    (tmp_path / "99_k.cu").write_text('#include "x.cuh"\nint y = FROM_HEADER;\n')
+    monkeypatch.setattr(kc, "KERNEL_DIR", tmp_path)
+    s = kc.source("99_k.cu")
+    assert "#define FROM_HEADER 1" in s and '#include "x.cuh"' not in s
+
+
+def test_unknown_kernel_file():
+    with pytest.raises(FileNotFoundError, match="no such kernel"):
+        kc.source("nope.cu")
+
+
+# ---------------------------------------------------------------- timing / verify
+def test_flop_and_byte_counts():
+    assert timing.gemm_flops(4096, 4096, 4096) == 2 * 4096 ** 3
+    assert timing.gemm_min_bytes(2, 3, 4) == (2 * 4 + 4 * 3) * 4 + 2 * 3 * 4
+    assert timing.tflops(2e12, 1000.0) == pytest.approx(2.0)
+    assert timing.gbps(1e9, 1.0) == pytest.approx(1000.0)
+    assert roofline.intensity_min(4096, 4096, 4096) == pytest.approx(2 * 4096 ** 3 / (3 * 4096 ** 2 * 4))
+
+
+def test_tolerances_ordered_by_precision():
+    t = verify.TOLERANCE
+    assert t["float32"] < t["tf32"] <= t["float16"] < t["bfloat16"] <= 1e-2
+
+
+# ---------------------------------------------------------------- index models
+@pytest.mark.parametrize("key", ["naive_xfirst", "naive_yfirst", "vec4", "kmajor"])
+@pytest.mark.parametrize("shape", [(70, 100, 20), (32, 128, 16), (1, 4, 4)])
+def test_owner_model_is_a_partition(key, shape):
+    spec = catalog.get(key)
+    p = spec.params()
+    own = spec.owner(p, shape)
+    assert own.shape == shape[:2] and (own >= 0).all()
+    # each thread owns 1 (or 4 for vec4) elements: no element has two owners by construction,
+    # and no thread owns more than it computes
+    _, counts = np.unique(own, return_counts=True)
+    assert counts.max() == (4 if key == "vec4" else 1)
+
+
+def test_coalescing_model_numbers():
+    p = {"BLOCK_X": 32, "BLOCK_Y": 8}
+    x = mapping.warp_loads("naive_xfirst", p, (4096, 4096, 4096))
+    y = mapping.warp_loads("naive_yfirst", p, (4096, 4096, 4096))
+    assert [l["sectors"] for l in x] == [32, 1]     # 32 rows of A, one broadcast B
+    assert [l["sectors"] for l in y] == [1, 4]      # one broadcast A, 128 contiguous bytes of B
+    v = mapping.warp_loads("vec4", p, (4096, 4096, 4096))
+    assert [l["sectors"] for l in v] == [1, 16, 16, 16, 16]
+
+
+# ---------------------------------------------------------------- results / recorded mode
+def test_results_merge_and_lookup(tmp_path, monkeypatch):
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    run = {"chapter": 1, "kernel": "naive_yfirst", "params": {"BLOCK_X": 32, "BLOCK_Y": 8}, "dtype": "float32",
+           "shape": [64, 64, 64], "metric": "TFLOP/s", "value": 1.0, "reference": "cuBLAS",
+           "reference_value": 2.0, "ratio": 0.5, "rel_err": 1e-7, "source": "live"}
+    results.merge([run], "x", ceilings={"copy_GBps": 1.0}, prov={"gpu": "G", "driver": "d", "cupy": "c", "date": "t"})
+    results.merge([{**run, "value": 1.5, "ratio": 0.75}], "x")
+    data = json.loads((tmp_path / "x.json").read_text())
+    assert len(data["runs"]) == 1 and data["runs"][0]["value"] == 1.5 and "source" not in data["runs"][0]
+    assert results.lookup("naive_yfirst", run["params"], "float32", [64, 64, 64], slug="x")["ratio"] == 0.75
+    assert results.lookup("naive_yfirst", {"BLOCK_X": 16, "BLOCK_Y": 8}, "float32", [64, 64, 64], slug="x") is None
+
+
+def test_committed_results_have_provenance_and_honest_ratios():
+    data = results.load("h200")
+    prov = data["provenance"]
+    for k in ("gpu", "sm", "driver", "cuda_runtime", "cupy", "date", "commit"):
+        assert prov.get(k), f"results/h200.json provenance lacks {k}"
+    for r in data["runs"]:
+        if r["value"] is None:
+            continue
+        assert r["ratio"] == pytest.approx(r["value"] / r["reference_value"], rel=5e-3), r
+        if r["metric"] == "TFLOP/s":
+            assert r["rel_err"] is not None and r["rel_err"] <= verify.TOLERANCE[r["dtype"]], r
+
+
+def test_recorded_mode_reads_results(monkeypatch):
+    monkeypatch.setenv("GEMM_BOOK_FORCE_RECORDED", "1")
+    from helpers import gpu
+    gpu.live.cache_clear()
+    try:
+        recs = bench.gemm(["naive_xfirst", "naive_yfirst"])
+        assert all(r["source"] == "recorded" for r in recs)
+        assert recs[0]["value"] is not None and "recorded on NVIDIA H200" in bench.where(recs)
+    finally:
+        gpu.live.cache_clear()
+
+
+def test_slug():
+    from helpers import gpu
+    assert gpu.slug("NVIDIA H200") == "h200"
+    assert gpu.slug("NVIDIA A100-SXM4-80GB") == "a100-sxm4-80gb"
+    assert gpu.slug("Tesla T4") == "t4"
