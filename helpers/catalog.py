@@ -348,6 +348,10 @@ def _mma_sync_rules(p, s):
         (not p["SWIZZLE"] or t == 0 or t % p["BN"] == 0, "SWIZZLE", p["SWIZZLE"],
          f"=1 needs threads per block ({t}) to be a multiple of BN={p['BN']}: each thread's 16-byte "
          "chunks must lie a multiple of 8 rows apart to share one swizzle key"),
+        (t == 0 or (p["BM"] + p["BN"]) * p["BK"] // 8 <= 16 * t, "cp.async chunks per thread",
+         (p["BM"] + p["BN"]) * p["BK"] // 8 // max(t, 1),
+         "must be <= 16 per k-tile (more in-flight copies per thread spill registers next to the "
+         "128 accumulators); use more warps or a smaller BK"),
     ]
 
 

@@ -312,3 +312,38 @@ def test_chapter_6_7_entries():
     for key in ("wmma_f16", "mma_sync_f16"):
         for p in catalog.get(key).configs():
             catalog.get(key).validate(p, (4096, 4096, 4096), smem_limit=232448)
+
+
+def test_cp_async_chunks_per_thread_rule():
+    spec = catalog.get("mma_sync_f16")
+    with pytest.raises(ValueError, match="cp.async chunks per thread=20"):
+        spec.validate(spec.params(BM=64, BN=256, BK=64, WM=64, WN=64, SWIZZLE=0), (4096, 4096, 4096))
+
+
+# ------------------------------------------------------------------ scripts/ncu_ldmatrix.py (CPU part)
+def test_ncu_csv_parsing_and_comparison(tmp_path):
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location(
+        "ncu_ldmatrix", Path(__file__).resolve().parent.parent / "scripts" / "ncu_ldmatrix.py")
+    n = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(n)
+    head = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+            '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"')
+    row = ('"{id}","1","python","h","gemm_mma_sync","1","7","(256, 1, 1)","(2, 4, 1)","0","9.0",'
+           '"Command line profiler metrics","{m}","","{v}"')
+    lines = ["==PROF== Connected", head,
+             row.format(id=0, m="sm__sass_inst_executed_op_ldsm.sum", v="16,384"),
+             row.format(id=0, m="l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", v="0"),
+             row.format(id=1, m="l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", v="327680")]
+    f = tmp_path / "ncu.csv"
+    f.write_text("\n".join(lines) + "\n")
+    launches = n.parse_csv(str(f))
+    assert [L["id"] for L in launches] == [0, 1]
+    assert launches[0]["metrics"]["sm__sass_inst_executed_op_ldsm.sum"] == 16384.0
+    items = n.plan((512, 512, 512))
+    assert [it["params"]["SWIZZLE"] for it in items[:2]] == [1, 0]
+    c_off = n.compare(n.predict(items[1]), launches[1]["metrics"])
+    assert c_off["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"]["match"]
+    c_on = n.compare(n.predict(items[0]), launches[1]["metrics"])   # swizzled model vs unswizzled counts
+    assert not c_on["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"]["match"]
