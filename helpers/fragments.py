@@ -428,7 +428,8 @@ def predict_ncu_mma_sync(p: dict, shape: tuple) -> dict:
 def predict_ncu_wmma_ldsm(p: dict, shape: tuple) -> dict:
     """LDSM counters predicted for ``gemm_wmma`` (06_wmma.cu): per warp and
     k16 step, one LDSM.x4 per A fragment and one LDSM.x4.trans per B fragment
-    (as its SASS shows: LDSM.16.M88.4 / LDSM.16.MT88.4). WMMA does not
+    (as its SASS shows: LDSM.16.M88.4 / LDSM.16.MT88.4; for bf16 only because
+    the kernel issues ``wmma.load ... .shared.bf16`` itself). WMMA does not
     document which lane addresses which row, so this assumes each phase reads
     one 8x8 quarter of the 16x16 fragment (8 consecutive rows, one 16-byte
     column), as ldmatrix .x4 does for mma.sync. Rows are BK+PAD (A) and

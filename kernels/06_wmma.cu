@@ -162,6 +162,34 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N_PENDING>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N_PENDING) : "memory"); }
 
+// Fragment loads from shared memory. For fp16 this is plain load_matrix_sync,
+// which nvcc turns into one ldmatrix (LDSM) per fragment. For bf16, nvcc 13
+// emits the same PTX instruction, wmma.load, but with a generic address (no
+// .shared): ptxas then cannot use ldmatrix and loads the fragment with 32-bit
+// LD.E and in-register transposes (MOVM), about 4x the instructions. Issuing
+// wmma.load ... .shared.bf16 ourselves restores LDSM; the fragment is filled
+// as the header's own builtin fills it, four 32-bit registers in order.
+#if BF16
+#if WRONG_LAYOUT
+#define B_LAYOUT_PTX "col"
+#else
+#define B_LAYOUT_PTX "row"
+#endif
+#define WMMA_LD_SHARED_BF16(frag, ptr, ldm, OPERAND, LAYOUT)                                   \
+    do {                                                                                          \
+        unsigned* r_ = reinterpret_cast<unsigned*>(&(frag).x[0]);                                \
+        asm volatile("wmma.load." OPERAND ".sync.aligned." LAYOUT ".m16n16k16.shared.bf16 "      \
+                     "{%0,%1,%2,%3}, [%4], %5;\n"                                                \
+                     : "=r"(r_[0]), "=r"(r_[1]), "=r"(r_[2]), "=r"(r_[3])                         \
+                     : "r"((unsigned)__cvta_generic_to_shared(ptr)), "r"(ldm));                  \
+    } while (0)
+#define LOAD_A(frag, ptr, ldm) WMMA_LD_SHARED_BF16(frag, ptr, ldm, "a", "row")
+#define LOAD_B(frag, ptr, ldm) WMMA_LD_SHARED_BF16(frag, ptr, ldm, "b", B_LAYOUT_PTX)
+#else
+#define LOAD_A(frag, ptr, ldm) wmma::load_matrix_sync(frag, ptr, ldm)
+#define LOAD_B(frag, ptr, ldm) wmma::load_matrix_sync(frag, ptr, ldm)
+#endif
+
 // Block rasterization (as in heaven 7): GROUP_M tile rows are walked
 // column by column, so blocks resident together share A and B panels in L2.
 __device__ __forceinline__ void tile_of_block(int& pid_m, int& pid_n)
@@ -241,10 +269,10 @@ gemm_wmma(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
             wmma::fragment<wmma::matrix_b, 16, 16, 16, T, B_LAYOUT> b[FN];
             #pragma unroll
             for (int i = 0; i < FM; ++i)
-                wmma::load_matrix_sync(a[i], a_s + i * 16 * LDA_S + ks, LDA_S);
+                LOAD_A(a[i], a_s + i * 16 * LDA_S + ks, LDA_S);
             #pragma unroll
             for (int j = 0; j < FN; ++j)
-                wmma::load_matrix_sync(b[j], b_s + ks * LDB_S + j * 16, LDB_S);
+                LOAD_B(b[j], b_s + ks * LDB_S + j * 16, LDB_S);
             #pragma unroll
             for (int i = 0; i < FM; ++i)
                 #pragma unroll
