@@ -34,9 +34,10 @@
 // 3. The shared-memory layout. One ldmatrix phase reads 8 rows x 16 bytes.
 //    In a plain row-major tile those 8 chunks sit at the same offset of rows
 //    that are 64, 256 or 512 bytes apart, i.e. in the same 4 banks: 4-way (A,
-//    BK=32) or 8-way (B) bank conflicts. Padding the rows would fix the reads
-//    but break the 16-byte alignment bookkeeping of larger tiles; the XOR
-//    swizzle instead permutes the 16-byte chunks inside every 128-byte line:
+//    BK=32) or 8-way (B) bank conflicts. Padding every row by 16 bytes fixes
+//    the reads too (heaven 6 does that), at the cost of shared memory and of
+//    rows that no longer fill whole 128-byte lines; the XOR swizzle wastes
+//    nothing: it permutes the 16-byte chunks inside every 128-byte line:
 //
 //      q  = row * R + chunk          (R = 16-byte chunks per tile row)
 //      q' = q ^ ((q / max(R, 8)) % 8)
@@ -67,8 +68,11 @@
 //   (src-size operand 0) and their stores are guarded.
 //
 // Tile parameters (-D): BM, BN (block tile), BK (32 or 64), WM, WN (warp
-// tile, multiples of 16), STAGES (2..5), SWIZZLE (0/1), GROUP_M (>= 1,
-// rasterization group height), BF16 (0/1).
+// tile, multiples of 16), STAGES (2..5), SWIZZLE (0/1; 1 needs the thread
+// count to be a multiple of BN), GROUP_M (>= 1, rasterization group height),
+// BF16 (0/1). A 64x64 warp tile keeps 128 fp32 accumulators per thread
+// (~240 registers), so blocks have 4 or 8 warps and one block runs per SM
+// (two for 4-warp blocks).
 // Launch: block = (WARPS_M * WARPS_N * 32), WARPS_M = BM/WM, WARPS_N = BN/WN;
 //   grid = (ceil(N / BN), ceil(M / BM));
 //   dynamic shared memory = STAGES * (BM*BK + BK*BN) * 2 bytes.
@@ -139,6 +143,8 @@ static_assert(BK == 32 || BK == 64, "BK must be 32 or 64 (an even number of k16 
 static_assert(STAGES >= 2, "at least two stages");
 static_assert((BM * RA) % THREADS == 0 && (BK * RB) % THREADS == 0,
               "16-byte chunks of a tile must spread evenly over the threads");
+static_assert(THREADS % RA == 0 && THREADS % RB == 0,
+              "a thread's chunks must stay in one column of chunks (BN <= 256)");
 
 #if RECORD_OWNER
 #define OWNER_PARAM , int* __restrict__ owner
