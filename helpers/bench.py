@@ -173,3 +173,34 @@ def bar(recs: list, title: str):
                       yaxis=dict(title=f"fraction of {ref} (same run)", rangemode="tozero"),
                       height=380, margin=dict(l=60, r=20, t=70, b=40))
     return fig
+
+
+# The kernel that stands for each heaven in the running table (its default parameters).
+HEADLINE = {1: "naive_yfirst", 2: "vec4", 3: "smem_tiled", 4: "tile1d_transposed", 5: "cp_async",
+            6: "wmma_f16", 7: "mma_sync_f16"}
+
+
+def running(upto: int, shape=(4096, 4096, 4096)) -> list:
+    """Measure (or read) the headline kernel of every heaven from 1 to ``upto``.
+
+    FP32 heavens run in one call (one cuBLAS SGEMM reference); each Tensor
+    Core dtype runs in its own call with its own cuBLAS reference. Heavens
+    whose headline kernel is not in the catalog are left out."""
+    keys = [HEADLINE[h] for h in sorted(HEADLINE) if h <= upto and HEADLINE[h] in catalog.KERNELS]
+    by_dtype: dict = {}
+    for k in keys:
+        by_dtype.setdefault(catalog.get(k).dtype, []).append(k)
+    recs = []
+    for dt, ks in by_dtype.items():
+        recs += gemm(ks, shape, dtype=dt)
+    return sorted(recs, key=lambda r: r["chapter"])
+
+
+def show_running(recs: list) -> None:
+    """The running table: one row per heaven, TFLOP/s and ratio to cuBLAS of its dtype."""
+    from . import show
+    rows = [{"heaven": r["chapter"], "kernel": r.get("title", r["kernel"]), "dtype": r["dtype"],
+             "TFLOP/s": r["value"], "cuBLAS TFLOP/s": r["reference_value"], "ratio": r["ratio"]} for r in recs]
+    w = where(recs)
+    show.table(rows, list(rows[0]) if rows else ["heaven"],
+               f"The heavens so far at 4096^3, each against cuBLAS of its dtype in the same run. {w[0].upper() + w[1:]}.")

@@ -9,6 +9,7 @@ before launch with a ValueError; a CUDA error fails the test.
 from __future__ import annotations
 
 import itertools
+import os
 import random
 
 import numpy as np
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.skipif(not gpu.live(), reason="needs a CUDA GPU (live m
 GEMM_SHAPES = [(1000, 1000, 1000), (1023, 1025, 999), (30000, 64, 64), (35, 79, 19), (1, 1, 1),
                (17, 33, 260)] + sorted(set(itertools.permutations((64, 128, 256))))
 TRANSPOSE_SHAPES = [(4096, 4096), (1000, 1000), (1023, 1025), (35, 79), (30000, 64), (64, 30000), (1, 1)]
-MAX_COMBOS = 48
+MAX_COMBOS = int(os.environ.get("GEMM_BOOK_MAX_COMBOS", "48"))   # slider combinations tested per kernel
 
 
 def _gemm_once(key, shape, params):
