@@ -105,6 +105,103 @@ def owner_tile1d(p: dict, shape) -> np.ndarray:
     return (((i // BM) * gx + j // BN) * 1024 + warp * 32 + lane).astype(np.int32)
 
 
+# ------------------------------------------------------------------ heaven 5
+def owner_reg1d(p: dict, shape) -> np.ndarray:
+    """Owner of C[i, j] in sgemm_reg1d: thread tid = (m // TM) * BN + n owns
+    rows (m // TM) * TM .. +TM-1 of column n of the block tile (m = i % BM,
+    n = j % BN); lanes follow n."""
+    BM, BN, TM = p["BM"], p["BN"], p["TM"]
+    i, j = _grid_ij(shape)
+    gx = cdiv(shape[1], BN)
+    tid = ((i % BM) // TM) * BN + j % BN
+    return (((i // BM) * gx + j // BN) * 1024 + tid).astype(np.int32)
+
+
+def owner_reg2d(p: dict, shape) -> np.ndarray:
+    """Owner of C[i, j] in sgemm_reg2d and sgemm_vec4: thread (tr, tc) =
+    (m // TM, n // TN), tid = tr * (BN / TN) + tc, owns a contiguous TM x TN block."""
+    BM, BN, TM, TN = p["BM"], p["BN"], p["TM"], p["TN"]
+    i, j = _grid_ij(shape)
+    gx = cdiv(shape[1], BN)
+    tid = ((i % BM) // TM) * (BN // TN) + (j % BN) // TN
+    return (((i // BM) * gx + j // BN) * 1024 + tid).astype(np.int32)
+
+
+def log2_exact(x: int) -> int:
+    if x < 1 or x & (x - 1):
+        raise ValueError(f"value={x}: must be a power of two")
+    return x.bit_length() - 1
+
+
+def lane_coords(lane, LN: int):
+    """(lm, ln) of ``lane`` in the warp-tile kernels (kernels/05, WARPTILE_SETUP):
+    bit 0 -> ln, bit 1 -> lm, the next log2(LN) - 1 bits -> ln, the rest -> lm.
+    Lanes n and n^1 share lm (the same A float4), n and n^2 share ln."""
+    lane = np.asarray(lane)
+    lg = log2_exact(LN)
+    ln = (lane & 1) | (((lane >> 2) & ((LN >> 1) - 1)) << 1)
+    lm = ((lane >> 1) & 1) | ((lane >> (1 + lg)) << 1)
+    return lm, ln
+
+
+def lane_of(lm, ln, LN: int):
+    """Inverse of :func:`lane_coords`."""
+    lm, ln = np.asarray(lm), np.asarray(ln)
+    lg = log2_exact(LN)
+    return (ln & 1) | ((lm & 1) << 1) | ((ln >> 1) << 2) | ((lm >> 1) << (1 + lg))
+
+
+def block_raster(p: dict, shape) -> np.ndarray:
+    """pid -> (tile_m, tile_n) of the warp-tile kernels (kernels/05:
+    block_tile), as an int array (tiles_m * tiles_n, 2). GROUP_M = 0: row
+    order; else consecutive pids walk GROUP_M tile rows, then one tile right."""
+    M, N = shape[0], shape[1]
+    tm_, tn_ = cdiv(M, p["BM"]), cdiv(N, p["BN"])
+    pid = np.arange(tm_ * tn_, dtype=np.int64)
+    G = p.get("GROUP_M", 0)
+    if G > 0:
+        per = G * tn_
+        first = (pid // per) * G
+        rows = np.minimum(tm_ - first, G)
+        return np.stack([first + (pid % per) % rows, (pid % per) // rows], axis=1)
+    return np.stack([pid // tn_, pid % tn_], axis=1)
+
+
+def warptile_layout(p: dict) -> dict:
+    """Who owns what inside one BM x BN block tile of the warp-tile kernels.
+
+    Returns int arrays (BM, BN): ``warp`` (0 .. warps-1), ``lane`` (0..31),
+    ``thread`` (= 32 * warp + lane, threadIdx.x), ``lm``, ``ln`` (the lane's
+    coordinates in the LM x LN lane grid), ``sub`` (which of the thread's
+    (TM/4) x (TN/4) 4 x 4 blocks, im * (TN/4) + in).
+    """
+    BM, BN, WM, WN, TM, TN = (p[k] for k in ("BM", "BN", "WM", "WN", "TM", "TN"))
+    LM, LN = WM // TM, WN // TN
+    m, n = np.meshgrid(np.arange(BM), np.arange(BN), indexing="ij")
+    warp = (m // WM) * (BN // WN) + n // WN
+    mw, nw = m % WM, n % WN
+    lm, ln = (mw % (4 * LM)) // 4, (nw % (4 * LN)) // 4
+    lane = lane_of(lm, ln, LN)
+    sub = (mw // (4 * LM)) * (TN // 4) + nw // (4 * LN)
+    return {"warp": warp, "lane": lane, "thread": 32 * warp + lane, "lm": lm, "ln": ln, "sub": sub}
+
+
+def owner_warptile(p: dict, shape) -> np.ndarray:
+    """Owner of C[i, j] in sgemm_warptile, sgemm_warptile_db and sgemm_cp_async:
+    the block whose raster position (:func:`block_raster`) is tile
+    (i // BM, j // BN), thread :func:`warptile_layout` ``["thread"]`` at (i % BM, j % BN)."""
+    M, N = shape[0], shape[1]
+    BM, BN = p["BM"], p["BN"]
+    tn_ = cdiv(N, BN)
+    tiles = block_raster(p, shape)
+    pid_of = np.empty(len(tiles), dtype=np.int64)
+    pid_of[tiles[:, 0] * tn_ + tiles[:, 1]] = np.arange(len(tiles))
+    thread = warptile_layout(p)["thread"]
+    i, j = _grid_ij(shape)
+    pid = pid_of[(i // BM) * tn_ + j // BN]
+    return (pid * 1024 + thread[i % BM, j % BN]).astype(np.int32)
+
+
 # ------------------------------------------------------------------ occupancy
 # Per-SM limits by architecture. Source: CUDA C++ Programming Guide,
 # "Compute Capabilities" / "Technical Specifications per Compute Capability"
@@ -152,7 +249,7 @@ def occupancy(registers: int, threads: int, smem_bytes: int = 0, arch: str = "sm
     if smem_bytes > 0:
         lim["shared memory"] = d["smem_per_sm"] // (smem_bytes + d["smem_reserved_per_block"])
     blocks = min(lim.values())
-    order = ("registers", "shared memory", "threads", "blocks")     # report the most telling tie
+    order = ("threads", "blocks", "registers", "shared memory")     # ties: fixed limits first
     limiter = min((k for k in order if k in lim), key=lambda k: (lim[k], order.index(k)))
     return {"blocks_per_sm": blocks, "warps_per_sm": blocks * warps,
             "occupancy": blocks * warps / d["max_warps_per_sm"], "limited_by": limiter, "limits": lim}
