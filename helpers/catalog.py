@@ -228,20 +228,16 @@ def _tile1d_threads(p):
 def _tile1d_rules(p, s):
     BM, BN, BK, TN = p["BM"], p["BN"], p["BK"], p["TN"]
     t = _tile1d_threads(p)
-    return [
+    return _staged(lambda: [
         (TN % 4 == 0, "TN", TN, "must be a multiple of 4 (B is read as float4)"),
         (BM % 16 == 0, "BM", BM, "must be a multiple of 16 (a warp covers 16 rows of the tile)"),
         (BN % (2 * TN) == 0, "BN", BN, f"must be a multiple of 2*TN={2 * TN} (a warp covers 2*TN columns)"),
+    ] + _threads_rules(t), lambda: [
         (t % BK == 0, "BK", BK, f"must divide the {t} threads (BM*BN/TN): each thread loads one column of the A tile"),
         (t % BN == 0, "BN", BN, f"must divide the {t} threads (BM*BN/TN): each thread loads one column of the B tile"),
         ((BM * BK) % t == 0, "BM*BK", BM * BK, f"must be a multiple of the {t} threads (A tile split evenly)"),
         ((BK * BN) % t == 0, "BK*BN", BK * BN, f"must be a multiple of the {t} threads (B tile split evenly)"),
-    ]
-
-
-def _tile1d_smem_static(p, layout, pad):
-    a = p["BK"] * (p["BM"] + pad) if layout == 2 else p["BM"] * (p["BK"] + pad)
-    return 4 * (a + p["BK"] * p["BN"])
+    ])
 
 
 _T1 = dict(chapter=4, file="04_bank_conflicts.cu", entry="sgemm_tile1d", op="gemm",
@@ -272,11 +268,24 @@ SMEM_OPTIN_SM90 = 232448      # bytes: the per-block opt-in limit of an H100/H20
 
 
 def _even_split(name, total, threads, what):
-    return (total % threads == 0, name, total, f"must be a multiple of the {threads} threads ({what})")
+    return (threads > 0 and total % threads == 0, name, total, f"must be a multiple of the {threads} threads ({what})")
 
 
 def _divides_threads(name, v, threads, what):
-    return (threads % v == 0, name, v, f"must divide the {threads} threads per block ({what})")
+    return (v > 0 and threads % v == 0, name, v, f"must divide the {threads} threads per block ({what})")
+
+
+def _staged(*groups):
+    """Rules in stages: each group (a function returning rules) is built only
+    if every rule of the groups before it holds, so later formulas never see
+    a broken geometry (e.g. zero threads)."""
+    out = []
+    for g in groups:
+        rules = g()
+        out += rules
+        if not all(r[0] for r in rules):
+            break
+    return out
 
 
 def _threads_rules(t):
@@ -296,11 +305,12 @@ def _reg1d_threads(p):
 def _reg1d_rules(p, s):
     BM, BN, BK, TM = p["BM"], p["BN"], p["BK"], p["TM"]
     t = _reg1d_threads(p)
-    return [(BM % TM == 0, "TM", TM, f"must divide BM={BM} (TM rows per thread)"),
-            _static_smem_rule(BK * (BM + BN), "4*BK*(BM+BN)")] + _threads_rules(t) + [
-        _divides_threads("BK", BK, t, "each thread loads one column of the A tile"),
-        _divides_threads("BN", BN, t, "each thread loads one column of the B tile"),
-        _even_split("BM*BK", BM * BK, t, "A tile loads"), _even_split("BK*BN", BK * BN, t, "B tile loads")]
+    return _staged(lambda: [(BM % TM == 0, "TM", TM, f"must divide BM={BM} (TM rows per thread)"),
+                            _static_smem_rule(BK * (BM + BN), "4*BK*(BM+BN)")] + _threads_rules(t),
+                   lambda: [_divides_threads("BK", BK, t, "each thread loads one column of the A tile"),
+                            _divides_threads("BN", BN, t, "each thread loads one column of the B tile"),
+                            _even_split("BM*BK", BM * BK, t, "A tile loads"),
+                            _even_split("BK*BN", BK * BN, t, "B tile loads")])
 
 
 def _reg2d_threads(p):
@@ -319,10 +329,11 @@ def _reg2d_base(p):
 def _reg2d_rules(p, s):
     BM, BN, BK = p["BM"], p["BN"], p["BK"]
     t = _reg2d_threads(p)
-    return _reg2d_base(p) + [
-        _divides_threads("BK", BK, t, "each thread loads one column of the A tile"),
-        _divides_threads("BN", BN, t, "each thread loads one column of the B tile"),
-        _even_split("BM*BK", BM * BK, t, "A tile loads"), _even_split("BK*BN", BK * BN, t, "B tile loads")]
+    return _staged(lambda: _reg2d_base(p),
+                   lambda: [_divides_threads("BK", BK, t, "each thread loads one column of the A tile"),
+                            _divides_threads("BN", BN, t, "each thread loads one column of the B tile"),
+                            _even_split("BM*BK", BM * BK, t, "A tile loads"),
+                            _even_split("BK*BN", BK * BN, t, "B tile loads")])
 
 
 def _float4_load_rules(p, t):
@@ -342,7 +353,8 @@ def _float4_shape_rules(s, need_k=True):
 
 
 def _vec4_rules(p, s):
-    return _reg2d_base(p) + _float4_load_rules(p, _reg2d_threads(p)) + _float4_shape_rules(s)
+    return _staged(lambda: _reg2d_base(p), lambda: _float4_load_rules(p, _reg2d_threads(p)),
+                   lambda: _float4_shape_rules(s))
 
 
 def _wt_threads(p):
@@ -364,18 +376,19 @@ def _warptile_base(p):
               (LM >= 2, "WM/TM", LM, "must be >= 2 (lane layout: lanes n, n^2 share a B fragment)"),
               (2 <= LN <= 16, "WN/TN", LN, "must be in [2, 16] (lane layout: lanes n, n^1 share an A fragment)")]
     r += [(BK % 4 == 0, "BK", BK, "must be a multiple of 4")]
-    return r
+    return _staged(lambda: r, lambda: _threads_rules(_wt_threads(p)))
 
 
 def _warptile_rules(p, s):
-    return (_warptile_base(p) + [_static_smem_rule(p["BK"] * (p["BM"] + 4 + p["BN"]), "4*BK*(BM+4+BN)")]
-            + _float4_load_rules(p, _wt_threads(p)) + _float4_shape_rules(s))
+    return _staged(lambda: _warptile_base(p),
+                   lambda: [_static_smem_rule(p["BK"] * (p["BM"] + 4 + p["BN"]), "4*BK*(BM+4+BN)")],
+                   lambda: _float4_load_rules(p, _wt_threads(p)), lambda: _float4_shape_rules(s))
 
 
 def _warptile_db_rules(p, s):
-    return _warptile_rules(p, s) + [
+    return _staged(lambda: _warptile_rules(p, s), lambda: [
         (p["BK"] % 2 == 0, "BK", p["BK"], "must be even (fragment double buffer)"),
-        _static_smem_rule(2 * p["BK"] * (p["BM"] + 4 + p["BN"]), "2 buffers x 4*BK*(BM+4+BN)")]
+        _static_smem_rule(2 * p["BK"] * (p["BM"] + 4 + p["BN"]), "2 buffers x 4*BK*(BM+4+BN)")])
 
 
 def _cp_async_smem(p):
@@ -386,7 +399,7 @@ def _cp_async_rules(p, s):
     BM, BN, BK = p["BM"], p["BN"], p["BK"]
     t = _wt_threads(p)
     smem = _cp_async_smem(p)
-    return _warptile_base(p) + [
+    return _staged(lambda: _warptile_base(p), lambda: [
         (p["STAGES"] >= 2, "STAGES", p["STAGES"], "must be >= 2 (one stage computes while one fills)"),
         (BK % 2 == 0, "BK", BK, "must be even (fragment double buffer)"),
         _divides_threads("BK", BK, t, "each thread copies one k column of the A tile"),
@@ -395,7 +408,7 @@ def _cp_async_rules(p, s):
         _even_split("BK*BN/4", BK * BN // 4, t, "16-byte copies of the B tile"),
         (smem <= SMEM_OPTIN_SM90, "shared memory (bytes)", smem,
          f"STAGES*BK*(BM+4+BN)*4 must be <= {SMEM_OPTIN_SM90} (227 KB, the sm_90 per-block limit)"),
-    ] + _float4_shape_rules(s, need_k=False)
+    ], lambda: _float4_shape_rules(s, need_k=False))
 
 
 _R = dict(chapter=5, file="05_register_tiling.cu", op="gemm")
