@@ -1,0 +1,233 @@
+"""Shared-memory bank counters of the chapter-4 GEMMs, the chapter-0
+transposes and the bank probes: Nsight Compute against helpers/banks.py.
+
+Usage (a GPU machine with Nsight Compute; reading counters may need root or
+NVreg_RestrictProfilingToAdminUsers=0):
+
+    python scripts/ncu_banks.py --out results/h200-banks.json
+    python scripts/ncu_banks.py --out /tmp/b.json --shape 512 512 512 --ncu /usr/local/cuda/bin/ncu
+
+The script runs itself under
+
+    ncu --clock-control none --target-processes all --print-units base --csv
+        --log-file <tmp.csv> --kernel-name regex:^(sgemm_tile1d|transpose_shared|bank_probe)$
+        --metrics <METRICS> python scripts/ncu_banks.py --child <plan.json>
+
+and the child launches every variant of :func:`plan` once, in order, through
+the book's helpers (helpers.launch: the catalog's rules and -D parameters,
+CuPy/NVRTC), checking each result. The parent parses ncu's CSV (one row per
+launch and metric), pairs launches with the plan in order (kernel names are
+checked), and writes JSON::
+
+    {"<variant>": {"<metric>": value, ...}, ...,
+     "_meta": {"provenance", "command", "shape", "metrics",
+               "variants": {"<variant>": {"key", "params", "shape",
+                                          "predicted": {...}, "match": bool}}}}
+
+Variants: ``tile1d_<layout>/BK<bk>[_PAD<p>][_TN<tn>]`` (GEMM at --shape),
+``transpose_shared/PAD<p>`` (1024 x 1024, TILE 32, BLOCK_ROWS 8: the shape of
+the H200 anchor), ``probe/<pattern>`` (one warp, REPS loads; see
+helpers/banks.py PROBES). tests/gpu/test_banks_ncu.py asserts model == ncu.
+
+Exit status: 0 when ncu ran and the JSON was written (the last line says how
+many counters matched the model), 1 when ncu is missing or failed.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from helpers import banks  # noqa: E402  (after the path set-up)
+
+METRICS = list(banks.METRICS)
+EXTRA_METRICS = ["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+                 "smsp__inst_executed_op_shared_st.sum"]        # recorded, not modelled
+KERNEL_REGEX = "regex:^(sgemm_tile1d|transpose_shared|bank_probe)$"
+TRANSPOSE_SHAPE = (1024, 1024)
+PROBE_REPS = 64
+
+
+def plan(shape) -> list[dict]:
+    """The launches, in order: {"name", "key", "params", "shape", "entry"}."""
+    out = []
+
+    def gemm(key, **p):
+        tag = "_".join(f"{k}{v}" for k, v in p.items())
+        out.append({"name": f"{key}/{tag}", "key": key, "params": p, "shape": list(shape),
+                    "entry": "sgemm_tile1d"})
+
+    for bk in (16, 32):
+        gemm("tile1d_conflict", BK=bk)
+        for pad in (1, 2, 4):
+            gemm("tile1d_padded", BK=bk, PAD=pad)
+        gemm("tile1d_swizzle", BK=bk)
+        for pad in (0, 1, 2):
+            gemm("tile1d_transposed", BK=bk, PAD=pad)
+    gemm("tile1d_swizzle", BK=32, TN=16)
+    for key, pad in (("transpose_shared", 0), ("transpose_padded", 1)):
+        out.append({"name": f"transpose_shared/PAD{pad}", "key": key, "params": {"TILE": 32, "BLOCK_ROWS": 8},
+                    "shape": list(TRANSPOSE_SHAPE), "entry": "transpose_shared"})
+    for name in banks.PROBES:
+        out.append({"name": f"probe/{name}", "key": "probe", "params": {"pattern": name, "reps": PROBE_REPS},
+                    "shape": [], "entry": "bank_probe"})
+    return out
+
+
+def predict(item) -> dict:
+    if item["key"] == "probe":
+        return banks.predict_probe(item["params"]["pattern"], item["params"]["reps"])
+    return banks.predict(item["key"], item["params"], tuple(item["shape"]))
+
+
+# ------------------------------------------------------------------ child: the launches
+def child(plan_file: str) -> None:
+    import numpy as np
+    from helpers import catalog, compile as kc, gpu, launch, verify
+    cp = gpu.cupy()
+    for it in json.loads(Path(plan_file).read_text()):
+        if it["key"] == "probe":
+            pr = banks.PROBES[it["params"]["pattern"]]
+            fn = kc.build("04_bank_conflicts.cu", "bank_probe", {"PROBE_BYTES": pr["PROBE_BYTES"]})
+            offs = cp.asarray(np.array(pr["offsets"], dtype=np.int32))
+            out = cp.zeros(32, dtype=cp.float32)
+            fn((1,), (32,), (offs, out, np.int32(it["params"]["reps"])))
+            cp.cuda.Device().synchronize()
+            print(f"child: {it['name']} done", flush=True)
+        elif catalog.get(it["key"]).op == "transpose":
+            X = verify.random_matrix(tuple(it["shape"]))
+            Y = launch.transpose(it["key"], X, **it["params"])
+            cp.cuda.Device().synchronize()
+            assert bool((Y == X.T).all()), f"{it['name']}: wrong transpose"
+            print(f"child: {it['name']} ok", flush=True)
+        else:
+            M, N, K = it["shape"]
+            A = verify.random_matrix((M, K))
+            B = verify.random_matrix((K, N))
+            C = cp.empty((M, N), dtype=cp.float32)
+            verify.poison(C)
+            launch.gemm(it["key"], A, B, C, **it["params"])
+            cp.cuda.Device().synchronize()
+            err = verify.check(C, verify.reference_gemm(A, B), "float32", what=it["name"])
+            print(f"child: {it['name']} rel_err {err:.2e}", flush=True)
+
+
+# ------------------------------------------------------------------ parent
+def find_ncu(explicit: str | None) -> str | None:
+    if explicit:
+        return explicit
+    p = shutil.which("ncu")
+    for d in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if not p and d and os.path.isfile(os.path.join(d, "bin", "ncu")):
+            p = os.path.join(d, "bin", "ncu")
+    return p
+
+
+def parse_csv(path: str) -> list[dict]:
+    """ncu --csv rows -> one dict per profiled launch, in launch order:
+    {"id", "kernel", "metrics": {name: float}}."""
+    lines = [ln for ln in Path(path).read_text(errors="replace").splitlines() if ln.startswith('"')]
+    launches: dict[int, dict] = {}
+    for row in csv.DictReader(lines):
+        if row.get("ID") is None or row.get("Metric Name") is None:
+            continue
+        L = launches.setdefault(int(row["ID"]), {"id": int(row["ID"]), "kernel": row.get("Kernel Name", ""),
+                                                 "metrics": {}})
+        raw = (row.get("Metric Value") or "").replace(",", "").strip()
+        try:
+            L["metrics"][row["Metric Name"]] = float(raw)
+        except ValueError:
+            L["metrics"][row["Metric Name"]] = raw
+    return [launches[k] for k in sorted(launches)]
+
+
+def provenance(ncu: str) -> dict:
+    prov = {"date": datetime.date.today().isoformat()}
+    try:
+        prov["ncu"] = subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    except Exception:
+        pass
+    try:
+        from helpers import gpu
+        d = gpu.device_info()
+        prov.update(gpu=d["name"], sm=f"{d['cc'][0]}.{d['cc'][1]}")
+    except Exception:
+        pass
+    try:
+        prov["commit"] = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"],
+                                        capture_output=True, text=True).stdout.strip()
+    except Exception:
+        pass
+    return prov
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", help="JSON file to write (required unless --child)")
+    ap.add_argument("--shape", nargs=3, type=int, default=[512, 512, 512], metavar=("M", "N", "K"),
+                    help="GEMM shape for the chapter-4 variants (default 512 512 512)")
+    ap.add_argument("--ncu", help="path of ncu (default: PATH, $CUDA_PATH/bin, /usr/local/cuda/bin)")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        child(a.child)
+        return 0
+    if not a.out:
+        ap.error("--out is required")
+    ncu = find_ncu(a.ncu)
+    if not ncu:
+        print("ncu_banks: Nsight Compute (ncu) not found; nothing measured", file=sys.stderr)
+        return 1
+    items = plan(tuple(a.shape))
+    with tempfile.TemporaryDirectory() as tmp:
+        plan_file = os.path.join(tmp, "plan.json")
+        Path(plan_file).write_text(json.dumps(items))
+        log = os.path.join(tmp, "ncu.csv")
+        cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--print-units", "base",
+               "--csv", "--log-file", log, "--kernel-name", KERNEL_REGEX,
+               "--metrics", ",".join(METRICS + EXTRA_METRICS),
+               sys.executable, str(Path(__file__).resolve()), "--child", plan_file]
+        print("running:", " ".join(cmd), flush=True)
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        print(r.stdout[-6000:], r.stderr[-4000:], sep="\n", flush=True)
+        launches = parse_csv(log) if os.path.exists(log) else []
+    if r.returncode != 0 or len(launches) != len(items):
+        print(f"ncu_banks: ncu rc={r.returncode}, {len(launches)} profiled launches for {len(items)} planned",
+              file=sys.stderr)
+        if len(launches) != len(items):
+            return 1
+    doc, meta, matched, differ = {}, {}, 0, 0
+    for it, L in zip(items, launches):
+        if L["kernel"].split("(")[0].strip() != it["entry"]:
+            print(f"ncu_banks: launch {L['id']} is {L['kernel']!r}, expected {it['entry']}", file=sys.stderr)
+            return 1
+        pred = predict(it)
+        doc[it["name"]] = L["metrics"]
+        ok = all(L["metrics"].get(m) == pred[m] for m in METRICS)
+        matched += ok
+        differ += not ok
+        meta[it["name"]] = {"key": it["key"], "params": it["params"], "shape": it["shape"],
+                            "predicted": pred, "match": ok}
+        cells = "  ".join(f"{m.split('__')[1][:28]} {L['metrics'].get(m)!s:>10}/{pred[m]:<10}" for m in METRICS)
+        print(f"{'ok ' if ok else 'DIFF'} {it['name']:34s} {cells}")
+    doc["_meta"] = {"provenance": provenance(ncu), "command": " ".join(cmd), "shape": a.shape,
+                    "transpose_shape": list(TRANSPOSE_SHAPE), "metrics": METRICS, "extra_metrics": EXTRA_METRICS,
+                    "variants": meta}
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(doc, indent=1))
+    print(f"ncu_banks: {matched} passed, {differ} failed (variants whose 4 counters equal the model); wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
