@@ -397,4 +397,11 @@ def sass_shared_ops(file: str, entry: str, params: dict, arch: str = "sm_90") ->
         env = dict(os.environ, PATH=os.path.dirname(dump) + os.pathsep + os.environ.get("PATH", ""))
         sass = subprocess.run([dump, "-sass", "-fun", entry, str(cubin)], check=True,
                               capture_output=True, text=True, env=env).stdout
-    return Counter(m.group(1) for m in re.finditer(r"\b((?:LDS|STS)(?:\.(?:64|128|U\.128|U))?)\b", sass))
+    ops = Counter()
+    for line in sass.splitlines():
+        if "@!PT" in line:          # never executed (the compiler's "@!PT LDS RZ, [RZ]" placeholders)
+            continue
+        m = re.search(r"\b((?:LDS|STS)(?:\.(?:64|128|U\.128|U))?)\s", line)
+        if m:
+            ops[m.group(1)] += 1
+    return ops

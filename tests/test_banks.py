@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from helpers import banks, catalog
+from helpers import compile as kc
 from helpers.banks import LD_CONFLICTS, LD_INSTRUCTIONS, LD_WAVEFRONTS, ST_CONFLICTS
 
 
@@ -284,7 +285,7 @@ SASS_CASES = [("tile1d_conflict", {"BK": 32}), ("tile1d_conflict", {"BK": 16}),
               ("transpose_padded", {"TILE": 32, "BLOCK_ROWS": 8})]
 
 
-@pytest.mark.skipif(banks.cuobjdump_path() is None or __import__("helpers.compile").compile.nvcc_path() is None,
+@pytest.mark.skipif(banks.cuobjdump_path() is None or kc.nvcc_path() is None,
                     reason="needs nvcc and cuobjdump (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
 @pytest.mark.parametrize("key,p", SASS_CASES)
 def test_model_counts_the_instructions_the_compiler_emits(key, p):
@@ -295,7 +296,4 @@ def test_model_counts_the_instructions_the_compiler_emits(key, p):
     q = spec.params(**p)
     got = banks.sass_shared_ops(spec.file, spec.entry, spec.defines(q), "sm_90")
     want = banks.static_shared_ops(key, q)
-    if key.startswith("transpose"):     # the sass holds one thread's TILE/BLOCK_ROWS stores and loads
-        assert got == want, (got, want)
-    else:
-        assert got == want, (got, want)
+    assert got == want, (got, want)
