@@ -40,11 +40,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 from pathlib import Path
 
 from sphinx.application import Sphinx
 from sphinx.util import logging
-from sphinx.util.fileutil import copy_asset, copy_asset_file
+from sphinx.util.fileutil import copy_asset_file
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +122,16 @@ def _copy_assets(app: Sphinx, exc: Exception | None) -> None:
     copy_asset_file(str(plotly_js_path()), static)
     mj = mathjax_dir()
     if _mathjax_is_local(app) and mj is not None:
-        copy_asset(str(mj), os.path.join(static, "mathjax"))
+        # The package ships a dozen combined builds (tex-svg.js, mml-chtml.js, ...);
+        # copy only the one mathjax_path names, plus the components it loads on demand.
+        entry = os.path.basename(app.config.mathjax_path)
+        keep_top = {entry, "core.js", "loader.js", "startup.js", "latest.js"}
+
+        def ignore(folder, names):
+            if os.path.samefile(folder, mj):
+                return [n for n in names if n.endswith(".js") and n not in keep_top]
+            return []
+        shutil.copytree(mj, os.path.join(static, "mathjax"), ignore=ignore, dirs_exist_ok=True)
 
 
 def _dedupe_scripts(app: Sphinx, pagename, templatename, context, doctree) -> None:

@@ -13,6 +13,7 @@ so a committed notebook shows the same thing in both.
 from __future__ import annotations
 
 import hashlib
+import html
 import itertools
 import json
 import re
@@ -54,13 +55,13 @@ def figure_bundle(fig, config: Mapping | None = None) -> dict:
     fig_json = json.loads(pio.to_json(fig, validate=True, remove_uids=True))
     digest = hashlib.sha1(json.dumps(fig_json, sort_keys=True).encode()).hexdigest()[:12]
     div_id = f"fig-{digest}-{next(_fig_counter)}"
-    html = pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id=div_id,
-                       config=cfg, validate=False)
+    html_div = pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id=div_id,
+                           config=cfg, validate=False)
     title = ((fig_json.get("layout") or {}).get("title") or {})
     title = title.get("text", "") if isinstance(title, dict) else str(title)
     return {
         PLOTLY_MIME: {**fig_json, "config": cfg},
-        "text/html": html,
+        "text/html": html_div,
         "text/plain": f"<Plotly figure{': ' + title if title else ''}>",
     }
 
@@ -232,7 +233,7 @@ def table(rows: Sequence[Mapping], columns: Iterable, caption: str) -> None:
 # --------------------------------------------------------------------- note
 def note_markdown(text: str, title: str = "Note") -> str:
     """The Markdown :func:`note` displays (exposed for tests)."""
-    return (f'<div class="admonition note">\n<p class="admonition-title">{title}</p>\n\n'
+    return (f'<div class="admonition note">\n<p class="admonition-title">{html.escape(title)}</p>\n\n'
             f"{text.strip()}\n\n</div>\n")
 
 
