@@ -85,6 +85,26 @@ class Kernel:
                 out.append(q)
         return out
 
+    def slider_configs(self, limit: int = 48, seed: int = 0, smem_limit: int | None = None) -> list[dict]:
+        """Parameter sets a reader can reach with the sliders (the product of
+        ``choices``) that pass validation on the book's shape; a seeded random
+        sample of ``limit`` of them when there are more, plus every shipped config."""
+        import itertools
+        import random
+        names = list(self.choices)
+        shape = (4096, 4096, 4096) if self.op == "gemm" else (4096, 4096)
+        ok = []
+        for vals in itertools.product(*(self.choices[n] for n in names)):
+            p = {**self.defaults, **dict(zip(names, vals))}
+            try:
+                self.validate(p, shape, smem_limit=smem_limit)
+                ok.append(p)
+            except ValueError:
+                pass
+        if len(ok) > limit:
+            ok = random.Random(seed).sample(ok, limit)
+        return ok + [c for c in self.configs() if c not in ok]
+
     def params(self, **overrides) -> dict:
         """Defaults updated with ``overrides``; an unknown name is a ValueError."""
         for k, v in overrides.items():
@@ -197,7 +217,8 @@ register(Kernel(key="kmajor", title="K-major B (Bt), float4 along k", entry="sge
                 owner=_index_model("kmajor"), global_bytes=_naive_bytes,
                 grid=lambda p, s: (cdiv(s[1], p["BLOCK_X"]), cdiv(s[0], p["BLOCK_Y"]), 1),
                 rules=lambda p, s: [multiple_of("K", s[2], 4, "float4 loads along k of A and Bt")],
-                **_V))
+                # 32 x 32 = 1024 threads caps registers at 64 and spills on sm_80: not shipped
+                **{**_V, "sweep": tuple(b for b in _BLOCKS if b != {"BLOCK_X": 32, "BLOCK_Y": 32})}))
 
 # ------------------------------------------------------------------ chapters 3-5
 # (CUDA-core FP32: shared-memory tiling, bank conflicts, register/warp tiling)

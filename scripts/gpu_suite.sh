@@ -5,7 +5,8 @@
 #   bash scripts/gpu_suite.sh --execute  ... and re-execute the notebooks in place at the end
 #   STEPS="tests nbval" bash scripts/gpu_suite.sh   run only some steps
 #
-# Steps: tests      pytest tests/ (helper units, nvcc checks, GPU kernel tests over many shapes)
+# Steps: precompile compile every configuration the suite needs, one process per core (CuPy disk cache)
+#        tests      pytest tests/ (helper units, nvcc checks, GPU kernel tests over many shapes)
 #        nbval      pytest --nbval-lax book/ live, twice with one fresh CuPy cache: the second
 #                   run must compile nothing (same number of cached modules)
 #        sanitize   compute-sanitizer memcheck and racecheck over every kernel (small shapes)
@@ -16,7 +17,7 @@ set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-logs}
 mkdir -p "$OUT"
-STEPS=${STEPS:-"tests nbval sanitize ncu record"}
+STEPS=${STEPS:-"precompile tests nbval sanitize ncu record"}
 EXECUTE=0
 [ "${1:-}" = "--execute" ] && EXECUTE=1
 PY=${PYTHON:-python3}
@@ -28,7 +29,7 @@ run() {  # run NAME CMD...: log to $OUT/NAME.log, remember pass/fail and time
   local t0=$(date +%s)
   "$@" >"$OUT/$name.log" 2>&1
   local rc=$? dt=$(( $(date +%s) - t0 ))
-  local tail1=$(grep -E "passed|failed|error|ERROR SUMMARY|RACECHECK SUMMARY|sanitize_run|wrote|executed in" "$OUT/$name.log" | tail -n 2 | tr '\n' ' ')
+  local tail1=$(grep -E "passed|failed|error|ERROR SUMMARY|RACECHECK SUMMARY|sanitize_run|wrote|executed in|precompile:" "$OUT/$name.log" | tail -n 2 | tr '\n' ' ')
   summary+=("$(printf '%-10s rc=%-3s %5ss  %s' "$name" "$rc" "$dt" "$tail1")")
   return $rc
 }
@@ -36,8 +37,14 @@ run() {  # run NAME CMD...: log to $OUT/NAME.log, remember pass/fail and time
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv >"$OUT/gpu.txt" 2>&1
 $PY -c "import cupy, sys; print('python', sys.version.split()[0], 'cupy', cupy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion(), 'nvrtc', cupy.cuda.nvrtc.getVersion())" >>"$OUT/gpu.txt" 2>&1
 
+if step precompile; then
+  run precompile $PY scripts/precompile.py
+fi
+
 if step tests; then
-  run tests $PY -m pytest tests -q -p no:cacheprovider --ignore=tests/test_book_build.py -o addopts="" -rs
+  # tests/test_compile.py (nvcc for sm_80 and sm_90) and the book build run on CPU CI; here the GPU tests
+  run tests $PY -m pytest tests -q -p no:cacheprovider --ignore=tests/test_book_build.py \
+      --ignore=tests/test_compile.py -o addopts="" -rs
 fi
 
 if step nbval; then

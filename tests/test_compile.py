@@ -27,6 +27,9 @@ def _spills_on_purpose(spec) -> bool:
 @pytest.mark.parametrize("key,i,params", CASES, ids=[f"{k}-{i}" for k, i, _ in CASES])
 def test_nvcc_compiles_without_spills(key, i, params, arch):
     spec = catalog.get(key)
+    if spec.smem(params) > SMEM_LIMIT[arch]:
+        pytest.skip(f"{key} {params} needs {spec.smem(params)} B of shared memory, more than {arch} allows "
+                    f"({SMEM_LIMIT[arch]}); the catalog refuses it at launch there")
     r = kc.nvcc_check(spec.file, spec.entry, spec.defines(params), arch=arch)
     assert r["smem_static"] + spec.smem(params) <= SMEM_LIMIT[arch], f"{key} {params}: too much shared memory {r}"
     assert r["registers"] <= 255

@@ -82,25 +82,7 @@ def test_shapes(key):
 
 
 def _reachable(spec) -> list:
-    """Slider combinations (product of choices) that pass validation; a random
-    sample of MAX_COMBOS of them plus the shipped configs when there are many."""
-    names = list(spec.choices)
-    combos = [dict(zip(names, v)) for v in itertools.product(*(spec.choices[n] for n in names))]
-    shape = (4096, 4096, 4096) if spec.op == "gemm" else (4096, 4096)
-    ok = []
-    for c in combos:
-        p = {**spec.defaults, **c}
-        try:
-            spec.validate(p, shape, smem_limit=gpu.device_info()["smem_per_block_optin"])
-            ok.append(p)
-        except ValueError:
-            pass
-    if len(ok) > MAX_COMBOS:
-        ok = random.Random(0).sample(ok, MAX_COMBOS)
-    for c in spec.configs():
-        if c not in ok:
-            ok.append(c)
-    return ok
+    return spec.slider_configs(MAX_COMBOS, smem_limit=gpu.device_info()["smem_per_block_optin"])
 
 
 @pytest.mark.parametrize("key", KEYS)
