@@ -69,6 +69,7 @@ from __future__ import annotations
 import functools
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -766,3 +767,424 @@ def emulate_wmma(A: np.ndarray, B: np.ndarray, p: dict, dtype: str = "float16",
                             owner[row, col:col + 8] = pid * 1024 + w * 32 + lane
     C = _round(C, dtype)
     return (C, owner) if record_owner else C
+
+
+# ------------------------------------------------------------------ (e) figures and tables for the notebooks
+# Everything below draws the models above for chapters 6-7. Arrays in traces
+# are small integer NumPy arrays (Plotly stores them base64-encoded), so the
+# figures stay small in the committed notebooks.
+
+_GROUP_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#edc948", "#76b7b2", "#ff9da7"]
+
+
+def _discrete_scale(colors):
+    """A Plotly colorscale that gives integer z = 0..len(colors)-1 one flat colour each."""
+    n = len(colors)
+    scale = []
+    for i, c in enumerate(colors):
+        scale += [[i / n, c], [(i + 1) / n, c]]
+    return scale
+
+
+def figure_fragments():
+    """Who holds what in one ``mma.sync.m16n8k16`` (PTX ISA fragment layouts).
+
+    Four heatmaps, each cell labelled and coloured by lane: the A fragment
+    (16 x 16, m x k), the B fragment (16 x 8, k x n), the C/D fragment
+    (16 x 8, m x n), and the row addresses the kernels hand to
+    ``ldmatrix .x4`` (row ``lane % 16`` of a 16-row slice, 16-byte chunk
+    ``lane / 16``): the same lanes address A's m rows and, with ``.trans``,
+    B's k rows. Hover shows the element index, the register, and for ldmatrix
+    which 8x8 matrix the row belongs to. A slider picks one lane and outlines
+    everything it holds and the row it addresses. Model (PTX ISA), no GPU.
+    """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    panels = []
+    for op, what in (("A", "a"), ("B", "b"), ("C", "c")):
+        lane_of, idx_of = fragment_grid(op)
+        reg = idx_of // 2 if op != "C" else idx_of
+        cd = np.stack([idx_of, reg], axis=-1).astype(np.int16)
+        panels.append((op, lane_of.astype(np.uint8), cd, what))
+    ld_lane = np.zeros((16, 2), dtype=np.uint8)
+    for lane in range(32):
+        r, c = ldmatrix_lane_rows(lane)
+        ld_lane[r, c] = lane
+    ld_cd = np.stack([ld_lane // 8, ld_lane % 8], axis=-1).astype(np.int16)
+
+    fig = make_subplots(rows=1, cols=4, column_widths=[0.36, 0.2, 0.2, 0.1], horizontal_spacing=0.05,
+                        subplot_titles=["A fragment (m x k)", "B fragment (k x n)", "C / D fragment (m x n)",
+                                        "ldmatrix .x4 row addresses"])
+    for col, (op, z, cd, what) in enumerate(panels, start=1):
+        reg_word = "register" if op != "C" else "f32 register"
+        fig.add_trace(go.Heatmap(
+            z=z, customdata=cd, zmin=0, zmax=31, colorscale="Turbo", showscale=False, xgap=1, ygap=1,
+            texttemplate="%{z}", textfont=dict(size=9),
+            hovertemplate=(f"{op}[row %{{y}}, col %{{x}}]<br>held by lane %{{z}}<br>"
+                           f"as {what}%{{customdata[0]}}, {reg_word} %{{customdata[1]}}<extra></extra>")),
+            row=1, col=col)
+    fig.add_trace(go.Heatmap(
+        z=ld_lane, customdata=ld_cd, zmin=0, zmax=31, colorscale="Turbo", showscale=False, xgap=1, ygap=1,
+        texttemplate="%{z}", textfont=dict(size=9),
+        hovertemplate=("row %{y} of the 16-row slice, 16-byte chunk %{x}<br>address given by lane %{z}"
+                       "<br>= row %{customdata[1]} of 8x8 matrix %{customdata[0]}: it lands in register "
+                       "%{customdata[0]} of every lane<extra></extra>")),
+        row=1, col=4)
+
+    def marks(lane):
+        a = np.array(frag_a(lane))
+        b = np.array(frag_b(lane))
+        c = np.array(frag_c(lane))
+        r, ch = ldmatrix_lane_rows(lane)
+        return [(a[:, 1], a[:, 0]), (b[:, 1], b[:, 0]), (c[:, 1], c[:, 0]), (np.array([ch]), np.array([r]))]
+
+    for col, (x, y) in enumerate(marks(0), start=1):
+        fig.add_trace(go.Scatter(x=x.tolist(), y=y.tolist(), mode="markers", hoverinfo="skip", showlegend=False,
+                                 marker=dict(symbol="square-open", size=15, color="black", line=dict(width=3))),
+                      row=1, col=col)
+    steps = []
+    for lane in range(32):
+        m = marks(lane)
+        steps.append(dict(method="restyle", label=str(lane),
+                          args=[{"x": [v[0].tolist() for v in m], "y": [v[1].tolist() for v in m]}, [4, 5, 6, 7]]))
+    for col in range(1, 5):
+        fig.update_yaxes(autorange="reversed", dtick=1 if col == 4 else 2, row=1, col=col,
+                         title_text=("m" if col in (1, 3) else "k" if col == 2 else "row of slice"))
+        fig.update_xaxes(dtick=1 if col == 4 else 2, row=1, col=col,
+                         title_text=("k" if col == 1 else "n" if col in (2, 3) else "chunk"))
+    fig.update_layout(
+        title=dict(text="mma.sync.m16n8k16: which lane holds which element (number = lane)"
+                        "<br><sup>PTX ISA fragment layouts, groupID = lane / 4, threadID_in_group = lane % 4; "
+                        "a model, no GPU involved</sup>", x=0.01),
+        height=520, margin=dict(l=50, r=20, t=90, b=40),
+        sliders=[dict(active=0, steps=steps, currentvalue=dict(prefix="outlined: lane "), pad=dict(t=50))])
+    return fig
+
+
+def _swizzle_panel(rows: int, R: int, on: bool):
+    """(bank group of each logical chunk's stored place, stored (row, chunk)) for a tile."""
+    q = np.arange(rows * R).reshape(rows, R)
+    phys = swizzle(q, R, on)
+    return (phys % 8).astype(np.uint8), np.stack([phys // R, phys % R], axis=-1).astype(np.int16)
+
+
+def ldmatrix_phase_table(p: dict | None = None) -> list[dict]:
+    """Wavefronts of each of the 4 phases (8x8 matrices) of warp 0's first
+    ldmatrix of A (``.x4``) and of B (``.x4.trans``), plain vs swizzled, from
+    the kernel's addresses (:func:`mma_sync_ldsm_offsets`). 1 wavefront is
+    conflict-free; n is an n-way conflict."""
+    from . import catalog
+    base = dict(catalog.get("mma_sync_f16").defaults, **(p or {}))
+    rows = []
+    for sw in (0, 1):
+        g = MmaSyncGeometry.of({**base, "SWIZZLE": sw})
+        a, b = mma_sync_ldsm_offsets(g, 0, 0)
+        for name, addr in (("A (ldmatrix .x4)", a[0]), ("B (ldmatrix .x4.trans)", b[0])):
+            wf = phase_wavefronts(addr)
+            rows.append({"layout": "swizzled" if sw else "plain row-major", "operand": name,
+                         **{f"phase {j}": w for j, w in enumerate(wf)},
+                         "conflicts per instruction": sum(wf) - len(wf)})
+    return rows
+
+
+def figure_swizzle(p: dict | None = None, show_rows: int = 16, show_chunks: int = 16):
+    """Bank group (banks 4g..4g+3) of every 16-byte chunk of the A and B
+    stage tiles of 07_mma_sync.cu, plain (SWIZZLE=0) and swizzled, drawn at
+    each chunk's *logical* place (row, chunk of the tile): a column of 8
+    identical colours under one ldmatrix phase is an 8-way conflict.
+
+    The outlined cells are the 8 rows one phase of warp 0's first ldmatrix
+    reads (a slider picks the phase, lanes 8j..8j+7); the panel titles give
+    that phase's wavefronts, computed from the kernel's byte addresses with
+    :func:`phase_wavefronts`. Shows the first ``show_rows`` rows and
+    ``show_chunks`` chunks of each tile. Model, no GPU.
+    """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+    from . import catalog
+
+    base = dict(catalog.get("mma_sync_f16").defaults, **(p or {}))
+    g0 = MmaSyncGeometry.of({**base, "SWIZZLE": 0})
+    tiles = [("A", g0.BM, g0.RA), ("B", g0.BK, g0.RB)]
+    offs = {}
+    for sw in (0, 1):
+        g = MmaSyncGeometry.of({**base, "SWIZZLE": sw})
+        a, b = mma_sync_ldsm_offsets(g, 0, 0)
+        offs[sw] = {"A": a[0], "B": b[0]}
+    la, lb = mma_sync_ldsm_logical(g0, 0, 0)
+    logical = {"A": (la[0][0], la[0][1]), "B": (lb[0][0], lb[0][1])}    # (rows, chunks) per lane
+
+    def title(op, sw, phase):
+        wf = phase_wavefronts(offs[sw][op])[phase]
+        rows_, R = (g0.BM, g0.RA) if op == "A" else (g0.BK, g0.RB)
+        kind = "swizzled" if sw else "plain"
+        return (f"{op} tile ({rows_} x {R} chunks), {kind}: phase {phase} needs {wf} wavefront"
+                f"{'s' if wf > 1 else ''}" + (f" ({wf}-way)" if wf > 1 else " (no conflict)"))
+
+    titles = [title(op, sw, 0) for op, _, _ in tiles for sw in (0, 1)]
+    fig = make_subplots(rows=2, cols=2, subplot_titles=titles, vertical_spacing=0.14, horizontal_spacing=0.06,
+                        column_widths=[0.5, 0.5])
+    scale = _discrete_scale(_GROUP_COLORS)
+    for r, (op, rows_, R) in enumerate(tiles, start=1):
+        nr, nc = min(rows_, show_rows), min(R, show_chunks)
+        for c, sw in enumerate((0, 1), start=1):
+            z, cd = _swizzle_panel(rows_, R, bool(sw))
+            fig.add_trace(go.Heatmap(
+                z=z[:nr, :nc], customdata=cd[:nr, :nc], zmin=-0.5, zmax=7.5, colorscale=scale,
+                showscale=(r == 1 and c == 2), xgap=1, ygap=1, texttemplate="%{z}", textfont=dict(size=9),
+                colorbar=dict(title="bank group", tickvals=list(range(8)), len=0.8),
+                hovertemplate=(f"{op} tile, row %{{y}}, logical chunk %{{x}}<br>stored at row %{{customdata[0]}}, "
+                               "chunk %{customdata[1]}<br>bank group %{z}: banks 4g..4g+3<extra></extra>")),
+                row=r, col=c)
+            fig.update_yaxes(autorange="reversed", title_text="k row" if op == "B" else "m row", row=r, col=c)
+            fig.update_xaxes(title_text="16-byte chunk (8 elements)", row=r, col=c)
+
+    def marks(op, phase):
+        rows_l, chunks_l = logical[op]
+        sel = slice(8 * phase, 8 * phase + 8)
+        return chunks_l[sel], rows_l[sel]
+
+    for op in ("A", "B"):
+        for sw in (0, 1):
+            x, y = marks(op, 0)
+            fig.add_trace(go.Scatter(x=x.tolist(), y=y.tolist(), mode="markers", hoverinfo="skip", showlegend=False,
+                                     marker=dict(symbol="square-open", size=16, color="black", line=dict(width=3))),
+                          row=1 if op == "A" else 2, col=1 + sw)
+    steps = []
+    for ph in range(4):
+        xs, ys = [], []
+        for op in ("A", "B"):
+            for sw in (0, 1):
+                x, y = marks(op, ph)
+                xs.append(x.tolist())
+                ys.append(y.tolist())
+        ann = {f"annotations[{i}].text": title(op, sw, ph)
+               for i, (op, sw) in enumerate([(o, s) for o in ("A", "B") for s in (0, 1)])}
+        steps.append(dict(method="update", label=f"phase {ph} (lanes {8 * ph}-{8 * ph + 7})",
+                          args=[{"x": xs, "y": ys}, ann, [4, 5, 6, 7]]))
+    fig.update_annotations(font=dict(size=12))
+    fig.update_layout(
+        title=dict(text="Bank group of every 16-byte chunk, plain vs XOR-swizzled (07_mma_sync.cu, "
+                        f"BM={g0.BM} BN={g0.BN} BK={g0.BK})<br><sup>outlined: the 8 rows one ldmatrix phase of "
+                        "warp 0 reads; model of the kernel's addresses, no GPU involved</sup>", x=0.01),
+        height=760, margin=dict(l=60, r=20, t=110, b=40),
+        sliders=[dict(active=0, steps=steps, currentvalue=dict(prefix="outlined: "), pad=dict(t=50))])
+    return fig
+
+
+def figure_warp_tiles(key: str, p: dict | None = None):
+    """One block tile of C split into warp tiles and Tensor Core fragments,
+    for kernel ``key`` (a chapter 6 or 7 catalog entry): one cell per
+    fragment (16 x 16 for WMMA, 16 x 8 for mma.sync m16n8k16), coloured by
+    the warp that owns it; the label is the fragment's index inside the warp
+    tile. From the kernels' index arithmetic (the owner models), no GPU."""
+    import plotly.graph_objects as go
+    from . import catalog
+    spec = catalog.get(key)
+    q = spec.params(**(p or {}))
+    BM, BN, WM, WN = q["BM"], q["BN"], q["WM"], q["WN"]
+    fm, fn = 16, (8 if spec.entry == "gemm_mma_sync" else 16)
+    rr, cc = np.arange(BM // fm)[:, None], np.arange(BN // fn)[None, :]
+    warp = ((rr * fm) // WM) * (BN // WN) + (cc * fn) // WN
+    i, j = (rr * fm % WM) // fm, (cc * fn % WN) // fn
+    cd = np.stack(np.broadcast_arrays(i, j, rr * fm, cc * fn), axis=-1).astype(np.int16)
+    warps = (BM // WM) * (BN // WN)
+    colors = (_GROUP_COLORS * 2)[:warps]
+    frag = "acc" if fn == 16 else "mma"
+    fig = go.Figure(go.Heatmap(
+        z=warp.astype(np.uint8), customdata=cd, zmin=-0.5, zmax=warps - 0.5,
+        colorscale=_discrete_scale(colors), xgap=1, ygap=1,
+        colorbar=dict(title="warp", tickvals=list(range(warps))),
+        texttemplate="%{customdata[0]},%{customdata[1]}", textfont=dict(size=8),
+        hovertemplate=(f"warp %{{z}}, {frag}[%{{customdata[0]}}][%{{customdata[1]}}]<br>C rows "
+                       f"%{{customdata[2]}}..+{fm - 1}, cols %{{customdata[3]}}..+{fn - 1} of the block tile<extra></extra>")))
+    fig.update_yaxes(autorange="reversed", title_text=f"fragment row (x {fm} rows of C)")
+    fig.update_xaxes(title_text=f"fragment column (x {fn} columns of C)")
+    fig.update_layout(
+        title=dict(text=f"{spec.title}: block tile {BM} x {BN}, {warps} warps of {WM} x {WN}, "
+                        f"{fm} x {fn} fragments<br><sup>label = fragment index inside its warp tile; "
+                        "from the kernel's index arithmetic, no GPU involved</sup>", x=0.01),
+        height=360 if BN // fn <= 16 else 380, margin=dict(l=60, r=20, t=80, b=50))
+    return fig
+
+
+# ------------------------------------------------------------------ (f) checks the notebooks run
+NCU_LDMATRIX_JSON = Path(__file__).resolve().parent.parent / "results" / "h200-ldmatrix.json"
+
+
+def load_ncu_ldmatrix(path=None) -> dict | None:
+    """The JSON ``scripts/ncu_ldmatrix.py --out results/h200-ldmatrix.json``
+    wrote on a GPU (Nsight Compute's counters next to the model's
+    predictions), or None when it has not been recorded yet."""
+    import json
+    p = Path(path) if path else NCU_LDMATRIX_JSON
+    if not p.is_file():
+        return None
+    return json.loads(p.read_text())
+
+
+_NCU_SHORT = {
+    "sm__sass_inst_executed_op_ldsm.sum": "ldmatrix instructions",
+    "sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum": "ldmatrix wavefronts",
+    "sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum": "ldmatrix bank conflicts",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": "shared-load bank conflicts (op_ld)",
+    "sm__sass_inst_executed_op_ldgsts.sum": "cp.async instructions",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum": "cp.async bank conflicts",
+}
+
+
+def ncu_plan(shape=(512, 512, 512)) -> list[dict]:
+    """The four launches ``scripts/ncu_ldmatrix.py`` profiles, in its order."""
+    from . import catalog
+    mma, wm = catalog.get("mma_sync_f16"), catalog.get("wmma_f16")
+    return [
+        {"key": "mma_sync_f16", "params": mma.params(SWIZZLE=1), "label": "mma.sync, swizzled smem"},
+        {"key": "mma_sync_f16", "params": mma.params(SWIZZLE=0), "label": "mma.sync, plain row-major smem"},
+        {"key": "wmma_f16", "params": wm.params(PAD=8), "label": "WMMA, rows padded by 8"},
+        {"key": "wmma_f16", "params": wm.params(PAD=0), "label": "WMMA, unpadded rows"},
+    ]
+
+
+def ncu_rows(doc: dict | None = None, shape=(512, 512, 512)) -> list[dict]:
+    """Model vs Nsight Compute, one row per launch and counter.
+
+    ``doc``: the JSON of :func:`load_ncu_ldmatrix`, or None (then every
+    ``measured`` is None and only the model is shown). Rows: {"launch",
+    "counter", "model", "measured", "agree"}."""
+    rows = []
+    if doc:
+        items = [(r["label"], r["predicted"], r.get("measured", {})) for r in doc.get("runs", [])]
+    else:
+        items = []
+        for it in ncu_plan(shape):
+            pred = (predict_ncu_mma_sync if it["key"].startswith("mma_sync") else predict_ncu_wmma_ldsm)(
+                it["params"], tuple(shape))
+            items.append((it["label"], pred, {}))
+    for label, pred, meas in items:
+        for metric, short in _NCU_SHORT.items():
+            if metric not in pred:
+                continue
+            m = meas.get(metric)
+            m = m if isinstance(m, (int, float)) else None
+            rows.append({"launch": label, "counter": short, "model": pred[metric], "measured": m,
+                         "agree": None if m is None else ("yes" if abs(m - pred[metric]) <= 0.01 * max(abs(pred[metric]), 1)
+                                                          else "NO")})
+    return rows
+
+
+def resource_rows(key: str, configs: list[dict], shape=(4096, 4096, 4096)) -> tuple[list, str]:
+    """Registers, shared memory, spills and theoretical occupancy of kernel
+    ``key`` at each parameter set of ``configs`` (partial dicts over the
+    defaults). Invalid sets are listed with the rule they break (nothing is
+    compiled for them).
+
+    Live: the compiled kernel, from the CUDA driver
+    (:meth:`helpers.launch.Launch.resources`). Recorded: ``nvcc -Xptxas -v``
+    for sm_90 (:func:`helpers.compile.nvcc_check`) when nvcc exists, with the
+    occupancy model of :func:`helpers.launch.occupancy` for an H100/H200.
+    Returns (rows, where-label); rows is [] when neither a GPU nor nvcc is here.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+    from . import catalog, compile as kc, gpu, launch
+    spec = catalog.get(key)
+    live = gpu.live()
+    if not live and not kc.nvcc_path():
+        return [], "needs nvcc or a GPU (neither is here)"
+
+    def one(pt):
+        p = spec.params(**pt)
+        label = " ".join(f"{k}={v}" for k, v in pt.items()) or "defaults"
+        try:
+            spec.validate(p, tuple(shape), smem_limit=gpu.device_info()["smem_per_block_optin"] if live else 232448)
+        except ValueError as e:
+            return {"config": label, "refused": str(e)}
+        if live:
+            r = launch.prepare(key, shape, **p).resources()
+            spill = r["local_bytes"]
+        else:
+            n = kc.nvcc_check(spec.file, spec.entry, spec.defines(p), arch="sm_90")
+            r = {"registers": n["registers"], "smem_static": n["smem_static"], "smem_dynamic": spec.smem(p),
+                 "threads": spec.threads(p)}
+            r.update(launch.occupancy(r["registers"], r["threads"], r["smem_static"] + r["smem_dynamic"]))
+            spill = n["spill_stores"] + n["spill_loads"]
+        return {"config": label, "threads": spec.threads(p), "registers": r["registers"],
+                "shared memory (KiB)": round((r["smem_static"] + r["smem_dynamic"]) / 1024, 1),
+                "spill bytes": spill, "blocks/SM": r["blocks_per_sm"],
+                "occupancy": f"{r['occupancy']:.0%} ({r['limited_by']})"}
+
+    with ThreadPoolExecutor(max_workers=1 if live else 4) as ex:
+        rows = list(ex.map(one, configs))
+    where = ("compiled here, resources from the CUDA driver on " + gpu.device_info()["name"] if live else
+             "nvcc -Xptxas -v for sm_90 on this machine (no GPU here); occupancy from the "
+             "Occupancy Calculator model for an H100/H200")
+    return rows, where
+
+
+def check_owner_against_kernel(key: str, shape=(200, 264, 72)) -> str:
+    """Compare the owner model of catalog entry ``key`` (``spec.owner``) with
+    what its ``-DRECORD_OWNER=1`` build records, element by element, on a
+    shape that is not a multiple of the block tile. Live: AssertionError on
+    any difference, else a one-line report. Recorded: says where the GPU
+    suite runs this check instead."""
+    from . import catalog, gpu, launch
+    if not gpu.live():
+        return (f"{key}: no GPU here; the GPU suite checks this model against the kernel "
+                "(tests/gpu/test_kernels.py::test_owner_model_matches_kernel).")
+    spec = catalog.get(key)
+    p = spec.params()
+    got = launch.record_owner(key, shape)
+    want = spec.owner(p, shape)
+    bad = int((got != want).sum())
+    assert bad == 0, f"{key}: the owner model and the kernel disagree on {bad} of {got.size} elements of C"
+    return (f"{key} at M, N, K = {shape}: the (block, lane) the kernel recorded for all {got.size} "
+            "elements of C equals the model.")
+
+
+def wrong_layout_run(shape=None, seed: int = 0) -> dict:
+    """Run the WMMA layout pitfall and the correct kernel on the same inputs.
+
+    Live: ``wmma_wrong_layout_pitfall`` and ``wmma_f16`` through
+    :func:`helpers.launch.gemm` on fresh fp16 inputs of ``shape`` (default
+    1024^3), outputs NaN-poisoned first, and the float64 reference of
+    :func:`helpers.verify.reference_gemm`; ``check`` is
+    :func:`helpers.verify.check`. Recorded: the same two kernels replayed by
+    :func:`emulate_wmma` on the CPU (default shape 128 x 256 x 64, one block),
+    and ``check`` is :func:`helpers.precision.check_host` (same tolerance, same
+    WrongResult). Returns {"C_wrong", "C_right", "ref" (device arrays live,
+    NumPy recorded), "check", "shape", "source", "where"}.
+    """
+    from . import catalog, gpu, launch, precision, results, verify
+    p = catalog.get("wmma_f16").params()
+    if gpu.live():
+        cp = gpu.cupy()
+        M, N, K = shape or (1024, 1024, 1024)
+        A = verify.random_matrix((M, K), "float16")
+        B = verify.random_matrix((K, N), "float16")
+        out = {}
+        for key, name in (("wmma_wrong_layout_pitfall", "C_wrong"), ("wmma_f16", "C_right")):
+            C = cp.empty((M, N), dtype=cp.float16)
+            verify.poison(C)
+            launch.gemm(key, A, B, C)
+            out[name] = C
+        return {**out, "ref": verify.reference_gemm(A, B), "check": verify.check, "shape": (M, N, K),
+                "source": "live", "where": results.where(True)}
+    M, N, K = shape or (128, 256, 64)
+    rng = np.random.default_rng(seed)
+    A = _round(rng.standard_normal((M, K)), "float16")
+    B = _round(rng.standard_normal((K, N)), "float16")
+    return {"C_wrong": emulate_wmma(A, B, p, wrong_layout=True), "C_right": emulate_wmma(A, B, p),
+            "ref": A.astype(np.float64) @ B.astype(np.float64), "check": precision.check_host,
+            "shape": (M, N, K), "source": "emulated",
+            "where": "replayed on the CPU by fragments.emulate_wmma (no GPU here; the GPU run uses the real kernel)"}
+
+
+def side_by_side(run: dict, n: int = 6, row: int = 0) -> list[dict]:
+    """The first ``n`` elements of row ``row`` of C from :func:`wrong_layout_run`:
+    reference, correct kernel, wrong-layout kernel (host floats)."""
+    def host(x):
+        return np.asarray(x.get() if hasattr(x, "get") else x, dtype=np.float64)
+    ref, right, wrong = (host(run[k])[row, :n] for k in ("ref", "C_right", "C_wrong"))
+    return [{"element": f"C[{row}, {j}]", "float64 reference": round(float(ref[j]), 3),
+             "correct layout (row_major B)": round(float(right[j]), 3),
+             "wrong layout (col_major B)": round(float(wrong[j]), 3)} for j in range(n)]
