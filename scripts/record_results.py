@@ -63,6 +63,10 @@ def main():
     extras = {}
     if args.chapters is None or 0 in args.chapters:
         extras["timing_rules"] = timing.rule_demos()
+    if args.chapters is None or 6 in args.chapters or 7 in args.chapters:
+        from helpers import precision
+        extras["tf32_vs_fp32"] = precision.tf32_vs_fp32(4096)
+        extras["fp16_accumulator"] = precision.fp16_accumulator_demo()
     data_path = results.merge(runs, slug, ceilings={k: ceil[k] for k in ("copy_GBps", "cublas_TFLOPs", "spec")},
                               prov=prov)
     if extras:
