@@ -813,24 +813,25 @@ def figure_fragments():
         ld_lane[r, c] = lane
     ld_cd = np.stack([ld_lane // 8, ld_lane % 8], axis=-1).astype(np.int16)
 
-    fig = make_subplots(rows=1, cols=4, column_widths=[0.36, 0.2, 0.2, 0.1], horizontal_spacing=0.05,
+    pos = [(1, 1), (1, 2), (2, 1), (2, 2)]          # A, B, C, ldmatrix rows
+    fig = make_subplots(rows=2, cols=2, column_widths=[0.6, 0.4], horizontal_spacing=0.1, vertical_spacing=0.12,
                         subplot_titles=["A fragment (m x k)", "B fragment (k x n)", "C / D fragment (m x n)",
-                                        "ldmatrix .x4 row addresses"])
-    for col, (op, z, cd, what) in enumerate(panels, start=1):
+                                        "ldmatrix .x4: row address of each lane"])
+    for (op, z, cd, what), (r, c) in zip(panels, pos):
         reg_word = "register" if op != "C" else "f32 register"
         fig.add_trace(go.Heatmap(
             z=z, customdata=cd, zmin=0, zmax=31, colorscale="Turbo", showscale=False, xgap=1, ygap=1,
             texttemplate="%{z}", textfont=dict(size=9),
             hovertemplate=(f"{op}[row %{{y}}, col %{{x}}]<br>held by lane %{{z}}<br>"
                            f"as {what}%{{customdata[0]}}, {reg_word} %{{customdata[1]}}<extra></extra>")),
-            row=1, col=col)
+            row=r, col=c)
     fig.add_trace(go.Heatmap(
         z=ld_lane, customdata=ld_cd, zmin=0, zmax=31, colorscale="Turbo", showscale=False, xgap=1, ygap=1,
-        texttemplate="%{z}", textfont=dict(size=9),
+        texttemplate="lane %{z}", textfont=dict(size=9),
         hovertemplate=("row %{y} of the 16-row slice, 16-byte chunk %{x}<br>address given by lane %{z}"
                        "<br>= row %{customdata[1]} of 8x8 matrix %{customdata[0]}: it lands in register "
                        "%{customdata[0]} of every lane<extra></extra>")),
-        row=1, col=4)
+        row=2, col=2)
 
     def marks(lane):
         a = np.array(frag_a(lane))
@@ -839,25 +840,25 @@ def figure_fragments():
         r, ch = ldmatrix_lane_rows(lane)
         return [(a[:, 1], a[:, 0]), (b[:, 1], b[:, 0]), (c[:, 1], c[:, 0]), (np.array([ch]), np.array([r]))]
 
-    for col, (x, y) in enumerate(marks(0), start=1):
+    for (x, y), (r, c) in zip(marks(0), pos):
         fig.add_trace(go.Scatter(x=x.tolist(), y=y.tolist(), mode="markers", hoverinfo="skip", showlegend=False,
                                  marker=dict(symbol="square-open", size=15, color="black", line=dict(width=3))),
-                      row=1, col=col)
+                      row=r, col=c)
     steps = []
     for lane in range(32):
         m = marks(lane)
         steps.append(dict(method="restyle", label=str(lane),
                           args=[{"x": [v[0].tolist() for v in m], "y": [v[1].tolist() for v in m]}, [4, 5, 6, 7]]))
-    for col in range(1, 5):
-        fig.update_yaxes(autorange="reversed", dtick=1 if col == 4 else 2, row=1, col=col,
-                         title_text=("m" if col in (1, 3) else "k" if col == 2 else "row of slice"))
-        fig.update_xaxes(dtick=1 if col == 4 else 2, row=1, col=col,
-                         title_text=("k" if col == 1 else "n" if col in (2, 3) else "chunk"))
+    names = [("m", "k", 16), ("k", "n", 8), ("m", "n", 8), ("row of the slice", "16-byte chunk", 2)]
+    for (ylab, xlab, ncols), (r, c) in zip(names, pos):
+        fig.update_yaxes(range=[15.5, -0.5], dtick=2, title_text=ylab, row=r, col=c)
+        fig.update_xaxes(range=[-0.5, ncols - 0.5], dtick=1 if ncols <= 8 else 2, title_text=xlab, row=r, col=c)
+    fig.update_annotations(font=dict(size=12))
     fig.update_layout(
-        title=dict(text="mma.sync.m16n8k16: which lane holds which element (number = lane)"
-                        "<br><sup>PTX ISA fragment layouts, groupID = lane / 4, threadID_in_group = lane % 4; "
-                        "a model, no GPU involved</sup>", x=0.01),
-        height=520, margin=dict(l=50, r=20, t=90, b=40),
+        title=dict(text="mma.sync.m16n8k16: which lane holds which element"
+                        "<br><sup>number = lane; PTX ISA fragment layouts, groupID = lane / 4, "
+                        "threadID_in_group = lane % 4; a model, no GPU involved</sup>", x=0.01),
+        height=860, margin=dict(l=50, r=20, t=90, b=40),
         sliders=[dict(active=0, steps=steps, currentvalue=dict(prefix="outlined: lane "), pad=dict(t=50))])
     return fig
 
@@ -906,7 +907,6 @@ def figure_swizzle(p: dict | None = None, show_rows: int = 16, show_chunks: int 
 
     base = dict(catalog.get("mma_sync_f16").defaults, **(p or {}))
     g0 = MmaSyncGeometry.of({**base, "SWIZZLE": 0})
-    tiles = [("A", g0.BM, g0.RA), ("B", g0.BK, g0.RB)]
     offs = {}
     for sw in (0, 1):
         g = MmaSyncGeometry.of({**base, "SWIZZLE": sw})
@@ -917,58 +917,58 @@ def figure_swizzle(p: dict | None = None, show_rows: int = 16, show_chunks: int 
 
     def title(op, sw, phase):
         wf = phase_wavefronts(offs[sw][op])[phase]
-        rows_, R = (g0.BM, g0.RA) if op == "A" else (g0.BK, g0.RB)
         kind = "swizzled" if sw else "plain"
-        return (f"{op} tile ({rows_} x {R} chunks), {kind}: phase {phase} needs {wf} wavefront"
-                f"{'s' if wf > 1 else ''}" + (f" ({wf}-way)" if wf > 1 else " (no conflict)"))
+        return f"{op}, {kind}: {wf} wavefront" + (f"s ({wf}-way)" if wf > 1 else " (no conflict)")
 
-    titles = [title(op, sw, 0) for op, _, _ in tiles for sw in (0, 1)]
-    fig = make_subplots(rows=2, cols=2, subplot_titles=titles, vertical_spacing=0.14, horizontal_spacing=0.06,
-                        column_widths=[0.5, 0.5])
+    panels = [("A", 0, 1, 1), ("B", 0, 1, 2), ("A", 1, 2, 1), ("B", 1, 2, 2)]    # (op, swizzle, row, col)
+    size = {"A": (g0.BM, g0.RA), "B": (g0.BK, g0.RB)}
+    nc = {op: min(R, show_chunks) for op, (_, R) in size.items()}
+    fig = make_subplots(rows=2, cols=2, subplot_titles=[title(op, sw, 0) for op, sw, _, _ in panels],
+                        vertical_spacing=0.16, horizontal_spacing=0.08,
+                        column_widths=[nc["A"] / (nc["A"] + nc["B"]) + 0.05, nc["B"] / (nc["A"] + nc["B"]) - 0.05])
     scale = _discrete_scale(_GROUP_COLORS)
-    for r, (op, rows_, R) in enumerate(tiles, start=1):
-        nr, nc = min(rows_, show_rows), min(R, show_chunks)
-        for c, sw in enumerate((0, 1), start=1):
-            z, cd = _swizzle_panel(rows_, R, bool(sw))
-            fig.add_trace(go.Heatmap(
-                z=z[:nr, :nc], customdata=cd[:nr, :nc], zmin=-0.5, zmax=7.5, colorscale=scale,
-                showscale=(r == 1 and c == 2), xgap=1, ygap=1, texttemplate="%{z}", textfont=dict(size=9),
-                colorbar=dict(title="bank group", tickvals=list(range(8)), len=0.8),
-                hovertemplate=(f"{op} tile, row %{{y}}, logical chunk %{{x}}<br>stored at row %{{customdata[0]}}, "
-                               "chunk %{customdata[1]}<br>bank group %{z}: banks 4g..4g+3<extra></extra>")),
-                row=r, col=c)
-            fig.update_yaxes(autorange="reversed", title_text="k row" if op == "B" else "m row", row=r, col=c)
-            fig.update_xaxes(title_text="16-byte chunk (8 elements)", row=r, col=c)
+    for op, sw, r, c in panels:
+        rows_, R = size[op]
+        nr = min(rows_, show_rows)
+        z, cd = _swizzle_panel(rows_, R, bool(sw))
+        fig.add_trace(go.Heatmap(
+            z=z[:nr, :nc[op]], customdata=cd[:nr, :nc[op]], zmin=-0.5, zmax=7.5, colorscale=scale,
+            showscale=(r == 1 and c == 2), xgap=1, ygap=1, texttemplate="%{z}", textfont=dict(size=9),
+            colorbar=dict(title="bank<br>group", tickvals=list(range(8)), len=0.9),
+            hovertemplate=(f"{op} tile, row %{{y}}, logical chunk %{{x}}<br>stored at row %{{customdata[0]}}, "
+                           "chunk %{customdata[1]}<br>bank group %{z}: banks 4g..4g+3<extra></extra>")),
+            row=r, col=c)
+        fig.update_yaxes(range=[nr - 0.5, -0.5], title_text=("k row" if op == "B" else "m row") if c == 1 or op == "B" else "",
+                         row=r, col=c)
+        fig.update_xaxes(range=[-0.5, nc[op] - 0.5], title_text="chunk (16 B)", row=r, col=c)
 
     def marks(op, phase):
         rows_l, chunks_l = logical[op]
         sel = slice(8 * phase, 8 * phase + 8)
         return chunks_l[sel], rows_l[sel]
 
-    for op in ("A", "B"):
-        for sw in (0, 1):
-            x, y = marks(op, 0)
-            fig.add_trace(go.Scatter(x=x.tolist(), y=y.tolist(), mode="markers", hoverinfo="skip", showlegend=False,
-                                     marker=dict(symbol="square-open", size=16, color="black", line=dict(width=3))),
-                          row=1 if op == "A" else 2, col=1 + sw)
+    for op, sw, r, c in panels:
+        x, y = marks(op, 0)
+        fig.add_trace(go.Scatter(x=x.tolist(), y=y.tolist(), mode="markers", hoverinfo="skip", showlegend=False,
+                                 marker=dict(symbol="square-open", size=16, color="black", line=dict(width=3))),
+                      row=r, col=c)
     steps = []
     for ph in range(4):
         xs, ys = [], []
-        for op in ("A", "B"):
-            for sw in (0, 1):
-                x, y = marks(op, ph)
-                xs.append(x.tolist())
-                ys.append(y.tolist())
-        ann = {f"annotations[{i}].text": title(op, sw, ph)
-               for i, (op, sw) in enumerate([(o, s) for o in ("A", "B") for s in (0, 1)])}
+        for op, sw, _, _ in panels:
+            x, y = marks(op, ph)
+            xs.append(x.tolist())
+            ys.append(y.tolist())
+        ann = {f"annotations[{i}].text": title(op, sw, ph) for i, (op, sw, _, _) in enumerate(panels)}
         steps.append(dict(method="update", label=f"phase {ph} (lanes {8 * ph}-{8 * ph + 7})",
                           args=[{"x": xs, "y": ys}, ann, [4, 5, 6, 7]]))
     fig.update_annotations(font=dict(size=12))
     fig.update_layout(
-        title=dict(text="Bank group of every 16-byte chunk, plain vs XOR-swizzled (07_mma_sync.cu, "
-                        f"BM={g0.BM} BN={g0.BN} BK={g0.BK})<br><sup>outlined: the 8 rows one ldmatrix phase of "
-                        "warp 0 reads; model of the kernel's addresses, no GPU involved</sup>", x=0.01),
-        height=760, margin=dict(l=60, r=20, t=110, b=40),
+        title=dict(text="Bank group of each 16-byte chunk, plain (top) vs swizzled (bottom)"
+                        f"<br><sup>tiles of 07_mma_sync.cu at BM={g0.BM} BN={g0.BN} BK={g0.BK} (first {show_rows} "
+                        f"rows and chunks)<br>outlined: the 8 rows one ldmatrix phase of warp 0 reads; "
+                        "model of the kernel's addresses, no GPU involved</sup>", x=0.01),
+        height=840, margin=dict(l=60, r=20, t=120, b=40),
         sliders=[dict(active=0, steps=steps, currentvalue=dict(prefix="outlined: "), pad=dict(t=50))])
     return fig
 
@@ -996,15 +996,16 @@ def figure_warp_tiles(key: str, p: dict | None = None):
         z=warp.astype(np.uint8), customdata=cd, zmin=-0.5, zmax=warps - 0.5,
         colorscale=_discrete_scale(colors), xgap=1, ygap=1,
         colorbar=dict(title="warp", tickvals=list(range(warps))),
-        texttemplate="%{customdata[0]},%{customdata[1]}", textfont=dict(size=8),
+        text=[[f"{a},{b}" for a, b in zip(ri, rj)] for ri, rj in zip(*np.broadcast_arrays(i, j))]
+        if BN // fn <= 16 else None, texttemplate="%{text}" if BN // fn <= 16 else "", textfont=dict(size=9),
         hovertemplate=(f"warp %{{z}}, {frag}[%{{customdata[0]}}][%{{customdata[1]}}]<br>C rows "
                        f"%{{customdata[2]}}..+{fm - 1}, cols %{{customdata[3]}}..+{fn - 1} of the block tile<extra></extra>")))
     fig.update_yaxes(autorange="reversed", title_text=f"fragment row (x {fm} rows of C)")
     fig.update_xaxes(title_text=f"fragment column (x {fn} columns of C)")
     fig.update_layout(
-        title=dict(text=f"{spec.title}: block tile {BM} x {BN}, {warps} warps of {WM} x {WN}, "
-                        f"{fm} x {fn} fragments<br><sup>label = fragment index inside its warp tile; "
-                        "from the kernel's index arithmetic, no GPU involved</sup>", x=0.01),
+        title=dict(text=f"{key}: block tile {BM} x {BN}, {warps} warps of {WM} x {WN}, {fm} x {fn} fragments"
+                        f"<br><sup>colour = warp; {'label' if BN // fn <= 16 else 'hover'}: the fragment's index "
+                        "inside its warp tile; from the kernel's index arithmetic, no GPU involved</sup>", x=0.01),
         height=360 if BN // fn <= 16 else 380, margin=dict(l=60, r=20, t=80, b=50))
     return fig
 
