@@ -1189,3 +1189,25 @@ def side_by_side(run: dict, n: int = 6, row: int = 0) -> list[dict]:
     return [{"element": f"C[{row}, {j}]", "float64 reference": round(float(ref[j]), 3),
              "correct layout (row_major B)": round(float(right[j]), 3),
              "wrong layout (col_major B)": round(float(wrong[j]), 3)} for j in range(n)]
+
+
+def sweep_points(key: str, names) -> list[dict]:
+    """The configurations of catalog entry ``key``'s recorded sweep (defaults
+    included) that differ from the defaults only in ``names``: one slice of
+    the sweep, to draw with short labels (``sweep.run(key, shape, points=...)``)."""
+    from . import catalog
+    spec = catalog.get(key)
+    return [c for c in spec.configs() if all(c[k] == spec.defaults[k] for k in c if k not in names)]
+
+
+def sweep_figure(recs: list, names, title: str):
+    """:func:`helpers.sweep.figure` with room under the bars for long
+    configuration labels (several tile parameters each), so the tick labels
+    and the slider do not overlap."""
+    from . import sweep
+    fig = sweep.figure(recs, list(names), title=title)
+    longest = max(len(" ".join(f"{n}={r['params'][n]}" for n in names)) for r in recs)
+    room = int(3.4 * longest)                      # tick labels at -30 degrees, ~6.5 px per character
+    fig.update_layout(height=420 + room, margin=dict(b=40))
+    fig.layout.sliders[0].pad.t = 30 + room
+    return fig
