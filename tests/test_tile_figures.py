@@ -1,0 +1,186 @@
+"""CPU tests of helpers/tile_figures.py: the chapter 3-5 figures say what the
+models (helpers/tiles.py, helpers/banks.py) say, their controls cover every
+state, and their data stay small."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from helpers import banks, catalog, compile as kc, show, tile_figures as tf, tiles
+
+
+def bundle_size(fig) -> int:
+    b = show.figure_bundle(fig)
+    return len(json.dumps(b[show.PLOTLY_MIME])) + len(b["text/html"])
+
+
+# ------------------------------------------------------------------ heaven 3
+def test_staging_figure_follows_the_staging_model():
+    p, shape, block = {"TILE": 8}, (32, 32, 32), (1, 2)
+    fig = tf.staging_figure(p, shape, block)
+    steps = fig.layout.sliders[0].steps
+    assert len(steps) == 4
+    for t, st in enumerate(steps):
+        s = tiles.staging(p, shape, *block, t)
+        a, b = st.args[0]["shapes"]
+        assert (a["y0"] + 0.5, a["y1"] + 0.5) == s["A_rows"] and (a["x0"] + 0.5, a["x1"] + 0.5) == s["A_cols"]
+        assert (b["y0"] + 0.5, b["y1"] + 0.5) == s["B_rows"] and (b["x0"] + 0.5, b["x1"] + 0.5) == s["B_cols"]
+    zA = np.asarray(fig.data[0].z)
+    staged = ~np.isnan(zA)
+    assert staged[16:24].all() and not staged[:16].any() and not staged[24:].any()   # block row by = 2
+    assert (zA[16:24] == np.arange(32)[None, :] // 8).all()                         # k step = k // TILE
+    thr = np.asarray(fig.data[0].customdata)
+    assert (thr[16:24, :, 0] == np.arange(8)[:, None]).all() and (thr[16:24, :, 1] == np.arange(32) % 8).all()
+    assert bundle_size(fig) < 120_000
+
+
+def test_staging_figure_rejects_a_block_outside_the_grid():
+    with pytest.raises(ValueError, match="bx="):
+        tf.staging_figure({"TILE": 8}, (32, 32, 32), block=(4, 0))
+
+
+def test_reuse_rows_factor_is_the_tile():
+    rows = tf.reuse_rows((4096, 4096, 4096))
+    assert [r["reuse factor"] for r in rows] == [8, 16, 32]
+    assert all(abs(r["untiled GB"] - r["tiled GB"] - r["saved GB"]) < 0.2 for r in rows)
+
+
+def test_check_owner_without_gpu_names_the_gpu_test(monkeypatch):
+    from helpers import gpu
+    monkeypatch.setattr(gpu, "live", lambda: False)
+    msg = tf.check_owner("cp_async")
+    assert "test_owner_model_matches_kernel" in msg
+    with pytest.raises(ValueError, match="no owner model"):
+        tf.check_owner("copy_tiled")
+
+
+# ------------------------------------------------------------------ heaven 4
+@pytest.mark.parametrize("width", [16, 32])
+@pytest.mark.parametrize("direction", ["row", "column"])
+@pytest.mark.parametrize("layout", list(tf.LAYOUTS))
+def test_bank_state_agrees_with_warp_access(width, direction, layout):
+    st = tf.bank_state(width, direction, layout)
+    key, extra = tf.LAYOUTS[layout]
+    acc = banks.warp_access(key, {"BK": width, **extra}, direction)
+    assert st["cost"] == acc["cost"]
+    assert int(st["per_bank"].max()) == max(acc["cost"]["phases"])
+    touched = {w for a in acc["addrs"] for w in range(a // 4, (a + acc["width"]) // 4)}
+    assert len(st["lanes"]) == len(touched)
+    cols = width + st["pad"]
+    for (r, c) in st["lanes"]:
+        assert st["bank"][r, c] == (r * cols + c) % 32
+    assert int((st["elem"][:, :, 0] < 0).sum()) == 16 * st["pad"]      # padding cells
+
+
+def test_bank_state_shows_the_chapter_story():
+    assert tf.bank_state(32, "column", "PAD=0")["cost"]["ways"] == 8
+    assert tf.bank_state(32, "column", "PAD=1")["cost"]["wavefronts"] == 1
+    assert tf.bank_state(16, "row", "PAD=1")["cost"]["ways"] == 2
+    assert tf.bank_state(16, "row", "XOR swizzle")["cost"]["ways"] == 1
+    with pytest.raises(ValueError, match="width="):
+        tf.bank_state(64)
+    with pytest.raises(ValueError, match="direction="):
+        tf.bank_state(32, "diagonal")
+
+
+def test_bank_figure_controls_cover_every_state():
+    fig = tf.bank_figure()
+    per = 4                                                             # traces per state
+    nstates = 4 * len(tf.LAYOUTS)
+    assert len(fig.data) == per * nstates
+    assert sum(bool(t.visible) for t in fig.data) == per
+    menu = fig.layout.updatemenus[0].buttons
+    assert len(menu) == 4
+    seen = set()
+    for b in menu:
+        sl = b.args[1]["sliders"][0]
+        assert len(sl["steps"]) == len(tf.LAYOUTS)
+        for st in sl["steps"]:
+            vis = st["args"][0]["visible"]
+            assert sum(vis) == per
+            seen.add(vis.index(True) // per)
+            assert "wavefronts" in st["args"][1]["title.text"]
+    assert seen == set(range(nstates))
+    assert bundle_size(fig) < 400_000
+
+
+def test_bank_figure_single_state():
+    fig = tf.bank_figure(16, "row", "PAD=1")
+    assert len(fig.data) == 4 and not fig.layout.sliders
+    assert "2-way" in fig.layout.title.text
+
+
+def test_padding_rows_pad_by_one_element():
+    rows = {(r["element"], r["pad (words)"]): r for r in tf.padding_rows()}
+    for e, pad in (("4 B", 1), ("8 B", 2), ("16 B", 4)):
+        assert rows[(e, pad)]["verdict"] == "conflict-free"
+    assert rows[("4 B", 2)]["verdict"] == "2-way conflict"
+    assert rows[("8 B", 1)]["wavefronts"] is None
+
+
+def test_store_rows_bk16_padding_breaks_the_store():
+    rows = {r["layout"]: r for r in tf.store_rows(16)}
+    assert rows["PAD=1"]["store: ways"] == 2 and rows["XOR swizzle"]["store: ways"] == 1
+    assert rows["PAD=1"]["read: instructions per 4 k"] == 4
+
+
+def test_bank_counter_rows_model_only_and_with_a_measurement(tmp_path):
+    rows = tf.bank_counter_rows(None)
+    assert rows and all(r["agree"] is None and r["ld conflicts ncu"] is None for r in rows)
+    assert all(r["variant"].startswith("tile1d") for r in rows)
+    probes = tf.bank_counter_rows(None, "probe")
+    assert all(r["variant"].startswith("probe/") for r in probes)
+    # a fake measurement equal to the model agrees; one counter off does not
+    doc = {"_meta": {"shape": [512, 512, 512]}}
+    for r in rows + probes:
+        doc[r["variant"]] = {m: r[f"{s} model"] for m, s in tf.SHORT.items()}
+    assert all(r["agree"] == "yes" for r in tf.bank_counter_rows(doc) + tf.bank_counter_rows(doc, "probe"))
+    first = rows[0]["variant"]
+    doc[first] = {**doc[first], banks.ST_CONFLICTS: doc[first][banks.ST_CONFLICTS] + 1}
+    assert tf.bank_counter_rows(doc)[0]["agree"] == "NO"
+    p = tmp_path / "b.json"
+    p.write_text(json.dumps(doc))
+    assert tf.load_bank_counters(p) == doc
+    assert tf.load_bank_counters(tmp_path / "absent.json") is None
+
+
+# ------------------------------------------------------------------ heaven 5
+def test_rects_cover_the_mask_exactly():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        m = rng.random((9, 11)) < 0.4
+        cover = np.zeros_like(m)
+        for r0, r1, c0, c1 in tf._rects(m):
+            assert not cover[r0:r1, c0:c1].any()
+            cover[r0:r1, c0:c1] = True
+        assert (cover == m).all()
+
+
+@pytest.mark.parametrize("key,blocks", [("reg1d", 1), ("reg2d", 1), ("cp_async", 4)])
+def test_ownership_figure_outlines_each_lanes_outputs(key, blocks):
+    spec = catalog.get(key)
+    p = spec.params()
+    fig = tf.ownership_figure(key)
+    steps = fig.layout.sliders[0].steps
+    assert len(steps) == 32
+    tid = spec.owner(p, (p["BM"], p["BN"], p["BK"])) % 1024
+    for lane in (0, 5, 31):
+        rects = steps[lane].args[0]["shapes"][1:]
+        assert len(rects) == blocks
+        area = sum((r["x1"] - r["x0"]) * (r["y1"] - r["y0"]) for r in rects)
+        assert area == (tid == lane).sum()
+    assert fig.data[0].z.dtype == np.uint8
+    assert bundle_size(fig) < 300_000
+
+
+def test_resource_rows_flag_the_launch_bounds_spill():
+    if not kc.nvcc_path():
+        pytest.skip("nvcc not found: the recorded resource table needs it")
+    rows, where = tf.resource_rows([("cp_async", {"BN": 256, "WN": 64, "TN": 16}), ("cp_async_pitfall", {}),
+                                    ("cp_async", {"STAGES": 9})])
+    ok, trap, bad = rows
+    assert ok["spills"] == "no" and trap["spills"] == "SPILLS" and trap["registers"] <= 128
+    assert "refused" in bad and "STAGES" in bad["refused"]
+    assert "nvcc" in where
