@@ -85,16 +85,22 @@ class Kernel:
                 out.append(q)
         return out
 
+    @property
+    def slider_choices(self) -> dict:
+        """``choices`` restricted to this kernel's own parameters (entries of one
+        family may share a choices table that names parameters some lack)."""
+        return {n: v for n, v in self.choices.items() if n in self.defaults}
+
     def slider_configs(self, limit: int = 48, seed: int = 0, smem_limit: int | None = None) -> list[dict]:
         """Parameter sets a reader can reach with the sliders (the product of
         ``choices``) that pass validation on the book's shape; a seeded random
         sample of ``limit`` of them when there are more, plus every shipped config."""
         import itertools
         import random
-        names = list(self.choices)
+        names = list(self.slider_choices)
         shape = (4096, 4096, 4096) if self.op == "gemm" else (4096, 4096)
         ok = []
-        for vals in itertools.product(*(self.choices[n] for n in names)):
+        for vals in itertools.product(*(self.slider_choices[n] for n in names)):
             p = {**self.defaults, **dict(zip(names, vals))}
             try:
                 self.validate(p, shape, smem_limit=smem_limit)
@@ -157,6 +163,14 @@ def get(key: str) -> Kernel:
         return KERNELS[key]
     except KeyError:
         raise KeyError(f"kernel={key!r}: unknown; known kernels: {', '.join(KERNELS)}") from None
+
+
+def frozen_sweep(defaults: dict, points) -> tuple:
+    """Sweep points as full parameter sets over ``defaults``, plus ``defaults``
+    itself. Used once a sweep has been recorded: the defaults can then move to
+    the winner without changing what each recorded point means."""
+    full = [{**defaults, **pt} for pt in points] + [dict(defaults)]
+    return tuple(p for i, p in enumerate(full) if p not in full[:i])
 
 
 def chapter(n: int) -> list[Kernel]:
@@ -478,9 +492,13 @@ _CA_SWEEP = (
     {"BN": 256, "WN": 64, "TN": 16}, {"BN": 256, "WN": 64, "TN": 16, "BK": 16},
     {"BM": 256, "WM": 128, "TM": 16}, {"BM": 64, "WM": 32, "WN": 32, "TM": 4},
 )
+# Defaults: the winner of the sweep recorded on the H200 (2026-11-29): 128 x 256 blocks,
+# 64 x 64 warp tiles, 8 x 16 per thread, BK 16, 3 stages.
 register(Kernel(key="cp_async", title="warp tiling + cp.async multistage pipeline", entry="sgemm_cp_async",
-                defaults={**_WT_BASE, "STAGES": 3}, choices=_WT_CHOICES, rules=_cp_async_rules, align=16,
-                smem=_cp_async_smem, owner=_tiles_model("owner_warptile"), sweep=_CA_SWEEP,
+                defaults={**_WT_BASE, "BN": 256, "WN": 64, "TN": 16, "BK": 16, "STAGES": 3},
+                choices=_WT_CHOICES, rules=_cp_async_rules, align=16,
+                smem=_cp_async_smem, owner=_tiles_model("owner_warptile"),
+                sweep=frozen_sweep({**_WT_BASE, "STAGES": 3}, _CA_SWEEP),
                 **_WT_GEOM, **_R))
 # Pitfall (seed 003, "register spills"): asking __launch_bounds__ for more
 # resident blocks than the registers allow. MIN_BLOCKS=2 on the 128 x 256 tile
@@ -549,10 +567,14 @@ _W = dict(chapter=6, file="06_wmma.cu", entry="gemm_wmma", op="gemm", align=16,
 _W_SWEEP = ({"STAGES": 2}, {"STAGES": 4}, {"BM": 256, "BN": 128}, {"BM": 128, "BN": 128},
             {"BM": 128, "BN": 128, "WN": 32}, {"BK": 64}, {"BK": 64, "STAGES": 2},
             {"PAD": 0}, {"PAD": 16}, {"GROUP_M": 1})
+# Defaults: the winner of the sweep recorded on the H200 (2026-11-29) for both dtypes:
+# 128 x 128 blocks of four 64 x 64 warps (the sweep's points keep their recorded meaning).
+_W_SWEEP = frozen_sweep(_W["defaults"], _W_SWEEP)
+_W_WIN = {**_W, "defaults": {**_W["defaults"], "BN": 128}}
 register(Kernel(key="wmma_f16", title="WMMA, fp16 in, fp32 accumulate", dtype="float16",
-                out_dtype="float16", smem=_wmma_smem, sweep=_W_SWEEP, **_W))
+                out_dtype="float16", smem=_wmma_smem, sweep=_W_SWEEP, **_W_WIN))
 register(Kernel(key="wmma_bf16", title="WMMA, bf16 in, fp32 accumulate", dtype="bfloat16",
-                out_dtype="bfloat16", fixed={"BF16": 1}, smem=_wmma_smem, sweep=_W_SWEEP, **_W))
+                out_dtype="bfloat16", fixed={"BF16": 1}, smem=_wmma_smem, sweep=_W_SWEEP, **_W_WIN))
 register(Kernel(key="wmma_wrong_layout_pitfall", title="pitfall: B fragment declared col_major",
                 dtype="float16", out_dtype="float16", fixed={"WRONG_LAYOUT": 1}, smem=_wmma_smem, **_W))
 register(Kernel(key="wmma_acc_f16_pitfall", title="pitfall: fp16 accumulator fragment",
@@ -590,6 +612,10 @@ _M_SWEEP = ({"STAGES": 3}, {"STAGES": 5}, {"STAGES": 2},
             {"BM": 128, "BN": 128}, {"BM": 128, "BN": 128, "BK": 64, "STAGES": 3},
             {"BM": 128, "BN": 128, "WM": 32}, {"BM": 128, "BN": 128, "WN": 32},
             {"GROUP_M": 1}, {"SWIZZLE": 0})
+# Defaults: the best of the sweep recorded on the H200 (2026-11-29) over both dtypes:
+# BK 64 with 4 stages on 128 x 256 blocks (the sweep's points keep their recorded meaning).
+_M_SWEEP = frozen_sweep(_M["defaults"], _M_SWEEP + ({"BM": 256, "BN": 128, "BK": 64},))
+_M = {**_M, "defaults": {**_M["defaults"], "BK": 64}}
 register(Kernel(key="mma_sync_f16", title="mma.sync m16n8k16 + ldmatrix + swizzle, fp16",
                 dtype="float16", out_dtype="float16", rules=_mma_sync_rules, sweep=_M_SWEEP, **_M))
 register(Kernel(key="mma_sync_bf16", title="mma.sync m16n8k16 + ldmatrix + swizzle, bf16",

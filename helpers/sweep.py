@@ -91,7 +91,7 @@ def live_slider(key: str, shape, choices: dict | None = None):
     from IPython.display import display
 
     spec = catalog.get(key)
-    choices = choices or spec.choices
+    choices = choices or spec.slider_choices
     ctl = {n: w.SelectionSlider(options=list(v), value=spec.defaults[n], description=n,
                                 continuous_update=False) for n, v in choices.items()}
     out = w.Output()

@@ -55,7 +55,7 @@ EXTRA_METRICS = ["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
                  "smsp__inst_executed_op_shared_st.sum"]        # recorded, not modelled
 KERNEL_REGEX = "regex:^(sgemm_tile1d|transpose_shared|bank_probe)$"
 TRANSPOSE_SHAPE = (1024, 1024)
-PROBE_REPS = 64
+PROBE_REPS = 1   # ncu counted one LDS per probe launch on the H200 whatever reps was (2026-11-29 run)
 
 
 def plan(shape) -> list[dict]:

@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 import time
-from multiprocessing import Pool
+import multiprocessing
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -50,7 +50,8 @@ def main():
     a = ap.parse_args()
     todo = jobs(a.combos)
     t0 = time.time()
-    with Pool(a.jobs) as pool:
+    # spawn, not fork: the parent has initialized CUDA, which a forked child cannot use
+    with multiprocessing.get_context("spawn").Pool(a.jobs) as pool:
         res = pool.map(compile_one, todo, chunksize=1)
     errs = [e for e, _ in res if e]
     for e in errs:

@@ -61,7 +61,16 @@ def test_model_equals_ncu(measured, metric):
     for name, got in variants(measured).items():
         item = {"name": name, **meta[name]}
         want = ncu_banks.predict(item)[metric]
-        if got.get(metric) != want:
+        if metric == banks.ST_CONFLICTS and "smsp__inst_executed_op_shared_st.sum" in got:
+            # Store side: on the H200 ncu reports extra store wavefronts (and so extra
+            # "conflicts") that change from run to run of the same kernel (e.g. 9,047 then
+            # 11,737 for one variant), 3-14 % of the store instructions, so they are not a
+            # property of the access pattern. The pattern's part must be there exactly
+            # (ncu >= model) and the excess must stay within 15 % of the store instructions.
+            excess = got[metric] - want
+            if not 0 <= excess <= 0.15 * got["smsp__inst_executed_op_shared_st.sum"]:
+                bad.append(f"{name}: ncu {got.get(metric)}, model {want} (excess {excess})")
+        elif got.get(metric) != want:
             bad.append(f"{name}: ncu {got.get(metric)}, model {want}")
     assert not bad, f"{metric}: model and Nsight Compute disagree for\n  " + "\n  ".join(bad)
 
