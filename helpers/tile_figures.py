@@ -125,7 +125,9 @@ def staging_figure(p: dict | None = None, shape=(32, 32, 32), block=(1, 2)):
     slider = [dict(method="relayout", label=str(t), args=[{"shapes": rects(info[t]), "title.text": title(t)}])
               for t in range(steps)]
     for c in (1, 2, 3):
-        fig.update_yaxes(autorange="reversed", scaleanchor=f"x{'' if c == 1 else c}", row=1, col=c)
+        fig.update_yaxes(autorange="reversed", scaleanchor=f"x{'' if c == 1 else c}", constrain="domain",
+                         row=1, col=c)
+        fig.update_xaxes(constrain="domain", row=1, col=c)
     fig.update_layout(title=dict(text=title(0), x=0.01, font=dict(size=13)), height=470,
                       margin=dict(l=40, r=20, t=100, b=40),
                       sliders=[dict(active=0, steps=slider, currentvalue=dict(prefix="k step "), pad=dict(t=30))])
@@ -239,13 +241,14 @@ def _bank_title(st: dict, width: int, direction: str, layout: str) -> str:
     c = st["cost"]
     per4k = 16 // st["width"] if direction == "column" else None
     ideal = len(c["phases"])
-    s = (f"A tile, BK = {width}, {layout}, {direction} access: {8 * st['width']}-bit per lane, "
-         f"{ideal} phase{'s' if ideal > 1 else ''}, {c['wavefronts']} wavefronts (ideal {ideal}): "
-         f"{c['ways']}-way")
+    head = (f"BK = {width}, {layout}, {direction} access: "
+            + ("no conflict" if c["wavefronts"] == ideal else f"{c['ways']}-way conflict")
+            + f", {c['wavefronts']} wavefronts (ideal {ideal})")
+    line2 = f"{8 * st['width']}-bit per lane, {ideal} phase{'s' if ideal > 1 else ''}"
     if per4k:
-        s += f"; {per4k} instruction{'s' if per4k > 1 else ''} per 4 k = {per4k * c['wavefronts']} wavefronts"
-    return (s + f"<br><sup>{st['key']} {st['params']}, warp 0's first such instruction; boxes: words it touches "
-            f"(label: lanes, colour: phase); bars: words per bank in the worst phase; {_model_note()}</sup>")
+        line2 += f"; {per4k} instruction{'s' if per4k > 1 else ''} per 4 k = {per4k * c['wavefronts']} wavefronts"
+    return (f"{head}<br><sup>{line2}; {st['key']}, warp 0's first such instruction<br>boxes: the words it "
+            f"touches (hover: lanes; outline colour: phase); {_model_note()}</sup>")
 
 
 def _bank_traces(st: dict, visible: bool):
@@ -254,8 +257,7 @@ def _bank_traces(st: dict, visible: bool):
     cells = sorted(st["lanes"])
     ys = np.array([c[0] for c in cells], np.uint8)
     xs = np.array([c[1] for c in cells], np.uint8)
-    text = [",".join(str(x) for x in sorted(set(st["lanes"][c]))) if len(st["lanes"][c]) <= 2
-            else f"{st['lanes'][c][0]}+" for c in cells]
+    text = [",".join(str(x) for x in sorted(set(st["lanes"][c]))) for c in cells]
     colors = [PHASE_COLORS[st["phase"][c] % 4] for c in cells]
     heat = go.Heatmap(z=st["bank"], zmin=-0.5, zmax=31.5, colorscale="Phase", xgap=1, ygap=1,
                       visible=visible, showscale=False,
@@ -265,9 +267,8 @@ def _bank_traces(st: dict, visible: bool):
                       marker=dict(symbol="x-thin", size=7, line=dict(width=1, color="#555555")),
                       hovertemplate="padding word (row %{y}, word %{x})<extra></extra>")
     el = np.array([st["elem"][c] for c in cells], np.uint8).reshape(-1, 2)
-    hi = go.Scatter(x=xs, y=ys, mode="markers+text", text=text, customdata=el, visible=visible, showlegend=False,
-                    textfont=dict(size=8, color="#000000"),
-                    marker=dict(symbol="square-open", size=15, line=dict(width=2.5), color=colors),
+    hi = go.Scatter(x=xs, y=ys, mode="markers", text=text, customdata=el, visible=visible, showlegend=False,
+                    marker=dict(symbol="square-open", size=13, line=dict(width=2.5), color=colors),
                     hovertemplate="row %{y}, word %{x} holds A[%{customdata[0]}][%{customdata[1]}]"
                                   "<br>touched by lanes %{text}<extra></extra>")
     bar = go.Bar(x=np.arange(32, dtype=np.uint8), y=st["per_bank"], visible=visible, showlegend=False,
@@ -291,9 +292,7 @@ def bank_figure(width: int | None = None, direction: str | None = None, layout: 
     fixed = width is not None
     combos = [(width, direction)] if fixed else [(w, d) for d in ("column", "row") for w in (32, 16)]
     lays = [layout] if fixed else list(LAYOUTS)
-    fig = make_subplots(rows=2, cols=1, row_heights=[0.72, 0.28], vertical_spacing=0.1,
-                        subplot_titles=("shared-memory words (colour and hover: bank; x: padding)",
-                                        "distinct words per bank, worst phase (its height = its wavefronts)"))
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.7, 0.3], vertical_spacing=0.17)
     states, titles = [], {}
     for w, d in combos:
         for lay in lays:
@@ -312,24 +311,26 @@ def bank_figure(width: int | None = None, direction: str | None = None, layout: 
         steps = [dict(method="update", label=lay,
                       args=[{"visible": vis(states.index((w, d, lay)))}, {"title.text": titles[(w, d, lay)]}])
                  for lay in lays]
-        return dict(active=active, steps=steps, currentvalue=dict(prefix="layout: "), pad=dict(t=40),
-                    x=0.0, len=1.0)
+        return dict(active=active, steps=steps, currentvalue=dict(prefix="layout: "), pad=dict(t=60),
+                    x=0.03, len=0.92)
 
     w0, d0 = combos[0]
     fig.update_yaxes(autorange="reversed", title_text="row of the tile", row=1, col=1)
-    fig.update_xaxes(title_text="word in the row (BK floats, then padding)", row=1, col=1)
-    fig.update_yaxes(title_text="words", rangemode="tozero", dtick=1 if not fixed else None, row=2, col=1)
-    fig.update_xaxes(title_text="bank", dtick=4, range=[-0.5, 31.5], row=2, col=1)
-    fig.update_layout(title=dict(text=titles[states[0]], x=0.01, font=dict(size=12)), height=640,
-                      margin=dict(l=60, r=20, t=110, b=40), bargap=0.15)
+    fig.update_xaxes(title_text="word in the row: BK floats, then padding (x); colour and hover: bank",
+                     row=1, col=1)
+    fig.update_yaxes(title_text="words", rangemode="tozero", row=2, col=1)
+    fig.update_xaxes(title_text="bank: distinct words it must deliver in the worst phase (tallest bar = "
+                                "that phase's wavefronts)", dtick=4, range=[-0.5, 31.5], row=2, col=1)
+    fig.update_layout(title=dict(text=titles[states[0]], x=0.01, font=dict(size=14)), height=680,
+                      margin=dict(l=60, r=20, t=160 if not fixed else 100, b=40), bargap=0.15)
     if not fixed:
         menu = [dict(method="update", label=f"BK = {w}, {d} access",
                      args=[{"visible": vis(states.index((w, d, lays[0])))},
                            {"title.text": titles[(w, d, lays[0])], "sliders": [slider_for(w, d)]}])
                 for w, d in combos]
         fig.update_layout(sliders=[slider_for(w0, d0)],
-                          updatemenus=[dict(buttons=menu, direction="down", x=1.0, xanchor="right", y=1.13,
-                                            yanchor="bottom", showactive=True, active=0)])
+                          updatemenus=[dict(buttons=menu, direction="down", x=1.0, xanchor="right", y=1.0,
+                                            yanchor="bottom", showactive=True, active=0, pad=dict(b=6))])
     return fig
 
 
@@ -422,13 +423,35 @@ SHORT = {banks.LD_CONFLICTS: "ld conflicts", banks.ST_CONFLICTS: "st conflicts",
          banks.LD_WAVEFRONTS: "ld wavefronts", banks.LD_INSTRUCTIONS: "ld instructions"}
 
 
+ST_INSTRUCTIONS = "smsp__inst_executed_op_shared_st.sum"
+ST_NOISE = 0.15     # tolerated store-side excess, as a fraction of the store instructions
+
+
+def counter_agrees(metric: str, model: int, measured: dict) -> bool:
+    """Whether Nsight Compute's ``measured`` counters (one launch) agree with
+    the model's value ``model`` of ``metric``: exactly, except for the store
+    conflicts. On the H200, ncu reports a few store wavefronts beyond the
+    access pattern's that change from run to run of the same kernel (3-14 %
+    of the store instructions in the 2026-11-29 run), so there the pattern's
+    part must be present (ncu >= model) and the excess within
+    :data:`ST_NOISE` of the store instructions (the rule of
+    tests/gpu/test_banks_ncu.py)."""
+    got = measured.get(metric)
+    if got is None:
+        return False
+    if metric == banks.ST_CONFLICTS and ST_INSTRUCTIONS in measured:
+        return 0 <= got - model <= ST_NOISE * measured[ST_INSTRUCTIONS]
+    return got == model
+
+
 def bank_counter_rows(doc: dict | None = None, which: str = "gemm") -> list[dict]:
     """Model (``banks.predict`` / ``banks.predict_probe``, recomputed here)
     next to Nsight Compute's counters, one row per launch of
     ``scripts/ncu_banks.py``'s plan: ``which`` = "gemm" (the chapter-4
     variants) or "probe" (one-warp probes). ``doc``: :func:`load_bank_counters`
     or None (then every measured cell is None). Each row has, per counter,
-    "<short> model" and "<short> ncu", and "agree": "yes", "NO" or None."""
+    "<short> model" and "<short> ncu", "st excess" (ncu - model store
+    conflicts) and "agree": "yes", "NO" or None (:func:`counter_agrees`)."""
     shape = tuple(doc["_meta"]["shape"]) if doc else (512, 512, 512)
     plan, predict = _ncu_plan(shape)
     rows = []
@@ -436,17 +459,22 @@ def bank_counter_rows(doc: dict | None = None, which: str = "gemm") -> list[dict
         kind = "probe" if it["key"] == "probe" else ("gemm" if it["key"].startswith("tile1d") else "other")
         if kind != which:
             continue
+        meta = ((doc or {}).get("_meta", {}).get("variants", {})).get(it["name"])
+        if meta:                                   # what was actually launched (e.g. the probe reps)
+            it = {**it, "params": meta.get("params", it["params"]), "shape": meta.get("shape", it["shape"])}
         pred = predict(it)
         meas = (doc or {}).get(it["name"])
         row = {"variant": it["name"]}
-        agree = None if meas is None else True
         for m, short in SHORT.items():
             row[f"{short} model"] = pred[m]
-            v = None if meas is None else meas.get(m)
-            row[f"{short} ncu"] = v
-            if meas is not None:
-                agree = agree and v is not None and v == pred[m]
-        row["agree"] = None if agree is None else ("yes" if agree else "NO")
+            row[f"{short} ncu"] = None if meas is None else meas.get(m)
+        if meas is None:
+            row["st excess"], row["agree"] = None, None
+        else:
+            st = meas.get(banks.ST_CONFLICTS)
+            row["st excess"] = None if st is None else st - pred[banks.ST_CONFLICTS]
+            ok = all(counter_agrees(m, pred[m], meas) for m in SHORT)
+            row["agree"] = "yes" if ok else "NO"
         rows.append(row)
     return rows
 
@@ -504,7 +532,7 @@ def ownership_figure(key: str, p: dict | None = None, warp: int = 0):
                                         f"warp {warp}'s {r1 - r0} x {c1 - c0} elements: colour = lane"))
     fig.add_trace(go.Heatmap(z=_small(wz), colorscale="Turbo", showscale=False,
                              hovertemplate="C tile[%{y}][%{x}]: warp %{z}<extra></extra>"), 1, 1)
-    fig.add_trace(go.Heatmap(z=_small(sub), x0=int(c0), y0=int(r0), colorscale="Phase", zmin=-0.5, zmax=31.5,
+    fig.add_trace(go.Heatmap(z=_small(sub), x0=int(c0), y0=int(r0), colorscale="Turbo", zmin=-0.5, zmax=31.5,
                              colorbar=dict(title="lane", tickvals=[0, 8, 16, 24, 31]),
                              hovertemplate="C tile[%{y}][%{x}]: lane %{z}<extra></extra>"), 1, 2)
     outline = dict(type="rect", xref="x", yref="y", x0=c0 - 0.5, x1=c1 - 0.5, y0=r0 - 0.5, y1=r1 - 0.5,
@@ -529,8 +557,8 @@ def ownership_figure(key: str, p: dict | None = None, warp: int = 0):
              for l in range(32)]
     for c in (1, 2):
         fig.update_yaxes(autorange="reversed", row=1, col=c)
-    fig.update_yaxes(scaleanchor="x", row=1, col=1)
-    fig.update_yaxes(scaleanchor="x2", row=1, col=2)
+    fig.update_yaxes(scaleanchor="x", constrain="domain", row=1, col=1)
+    fig.update_xaxes(constrain="domain", row=1, col=1)
     fig.update_layout(shapes=shapes(0), title=dict(text=title(0), x=0.01, font=dict(size=13)), height=520,
                       margin=dict(l=40, r=20, t=90, b=40),
                       sliders=[dict(active=0, steps=steps, currentvalue=dict(prefix=f"lane of warp {warp}: "),
@@ -561,7 +589,8 @@ def resource_rows(items, shape=(4096, 4096, 4096)) -> tuple[list, str]:
         key, pt = item
         spec = catalog.get(key)
         p = spec.params(**pt)
-        label = key + (" " + " ".join(f"{k}={v}" for k, v in pt.items()) if pt else "")
+        diff = {k: v for k, v in p.items() if v != spec.defaults.get(k)}
+        label = key + (" " + " ".join(f"{k}={v}" for k, v in diff.items()) if diff else "")
         try:
             spec.validate(p, tuple(shape), smem_limit=limit)
         except ValueError as e:
@@ -587,3 +616,36 @@ def resource_rows(items, shape=(4096, 4096, 4096)) -> tuple[list, str]:
              "nvcc -Xptxas -v for sm_90 on this machine (no GPU here); spills are ptxas's spill stores + "
              "loads; occupancy from the Occupancy Calculator model for an H100/H200")
     return rows, where
+
+
+# ------------------------------------------------------------------ sweeps with short labels
+def sweep_base(recs: list) -> dict:
+    """The most common value of each parameter over a sweep's records (the
+    configuration most points vary from)."""
+    from collections import Counter
+    names = list(recs[0]["params"])
+    return {n: Counter(r["params"][n] for r in recs).most_common(1)[0][0] for n in names}
+
+
+def sweep_figure(recs: list, title: str = ""):
+    """:func:`helpers.sweep.figure` with each bar labelled by what it changes
+    from :func:`sweep_base` ("base" for the base itself), so that sweeps over
+    many parameters stay readable; bars, slider and title otherwise as there.
+    Returns (figure, base)."""
+    from . import sweep
+    base = sweep_base(recs)
+    names = [n for n in base if len({str(r["params"][n]) for r in recs}) > 1]
+    fig = sweep.figure(recs, names, title=title)
+    full = [" ".join(f"{n}={r['params'][n]}" for n in names) for r in recs]
+    short = [" ".join(f"{n}={r['params'][n]}" for n in names if r["params"][n] != base[n]) or "base"
+             for r in recs]
+    fig.data[0].x = short
+    for st, old, new in zip(fig.layout.sliders[0].steps, full, short):
+        st.label = new
+        st.args[1]["title.text"] = st.args[1]["title.text"].replace(old, new, 1)
+    best = fig.layout.sliders[0].active
+    fig.layout.title.text = fig.layout.title.text.replace(full[best], short[best], 1)
+    room = int(3.4 * max(len(s) for s in short))       # tick labels at -30 degrees
+    fig.update_layout(height=420 + room)
+    fig.layout.sliders[0].pad.t = 30 + room
+    return fig, base

@@ -138,8 +138,17 @@ def test_bank_counter_rows_model_only_and_with_a_measurement(tmp_path):
         doc[r["variant"]] = {m: r[f"{s} model"] for m, s in tf.SHORT.items()}
     assert all(r["agree"] == "yes" for r in tf.bank_counter_rows(doc) + tf.bank_counter_rows(doc, "probe"))
     first = rows[0]["variant"]
-    doc[first] = {**doc[first], banks.ST_CONFLICTS: doc[first][banks.ST_CONFLICTS] + 1}
+    doc[first] = {**doc[first], banks.LD_CONFLICTS: doc[first][banks.LD_CONFLICTS] + 1}
     assert tf.bank_counter_rows(doc)[0]["agree"] == "NO"
+    # store conflicts: a small run-to-run excess over the pattern is tolerated, a deficit is not
+    second = rows[1]["variant"]
+    m = doc[second][banks.ST_CONFLICTS]
+    doc[second] = {**doc[second], tf.ST_INSTRUCTIONS: 1000, banks.ST_CONFLICTS: m + 100}
+    assert tf.bank_counter_rows(doc)[1]["agree"] == "yes" and tf.bank_counter_rows(doc)[1]["st excess"] == 100
+    doc[second][banks.ST_CONFLICTS] = m + 200
+    assert tf.bank_counter_rows(doc)[1]["agree"] == "NO"
+    doc[second][banks.ST_CONFLICTS] = m - 1
+    assert tf.bank_counter_rows(doc)[1]["agree"] == "NO"
     p = tmp_path / "b.json"
     p.write_text(json.dumps(doc))
     assert tf.load_bank_counters(p) == doc
@@ -158,10 +167,11 @@ def test_rects_cover_the_mask_exactly():
         assert (cover == m).all()
 
 
-@pytest.mark.parametrize("key,blocks", [("reg1d", 1), ("reg2d", 1), ("cp_async", 4)])
-def test_ownership_figure_outlines_each_lanes_outputs(key, blocks):
+@pytest.mark.parametrize("key", ["reg1d", "reg2d", "warptile", "cp_async"])
+def test_ownership_figure_outlines_each_lanes_outputs(key):
     spec = catalog.get(key)
     p = spec.params()
+    blocks = (p["TM"] // 4) * (p["TN"] // 4) if "WM" in p else 1     # warp tiles: spread 4 x 4 pieces
     fig = tf.ownership_figure(key)
     steps = fig.layout.sliders[0].steps
     assert len(steps) == 32
@@ -178,9 +188,21 @@ def test_ownership_figure_outlines_each_lanes_outputs(key, blocks):
 def test_resource_rows_flag_the_launch_bounds_spill():
     if not kc.nvcc_path():
         pytest.skip("nvcc not found: the recorded resource table needs it")
-    rows, where = tf.resource_rows([("cp_async", {"BN": 256, "WN": 64, "TN": 16}), ("cp_async_pitfall", {}),
-                                    ("cp_async", {"STAGES": 9})])
+    twin = {**catalog.get("cp_async_pitfall").params(), "MIN_BLOCKS": 1}
+    rows, where = tf.resource_rows([("cp_async", twin), ("cp_async_pitfall", {}), ("cp_async", {"STAGES": 9})])
     ok, trap, bad = rows
     assert ok["spills"] == "no" and trap["spills"] == "SPILLS" and trap["registers"] <= 128
     assert "refused" in bad and "STAGES" in bad["refused"]
     assert "nvcc" in where
+
+
+def test_sweep_figure_short_labels():
+    recs = [{"params": {"A": 1, "B": 2, "C": 3}, "value": v, "ratio": v / 10, "metric": "TFLOP/s",
+             "reference": "cuBLAS", "source": "recorded"} for v in (1.0, 2.0, 3.0)]
+    recs[1]["params"] = {"A": 5, "B": 2, "C": 3}
+    recs[2]["params"] = {"A": 1, "B": 7, "C": 3}
+    fig, base = tf.sweep_figure(recs, "t")
+    assert base == {"A": 1, "B": 2, "C": 3}
+    assert list(fig.data[0].x) == ["base", "A=5", "B=7"]
+    assert [s.label for s in fig.layout.sliders[0].steps] == ["base", "A=5", "B=7"]
+    assert fig.layout.title.text.startswith("t: B=7 ->")
