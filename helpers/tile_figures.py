@@ -167,8 +167,7 @@ def check_owner(key: str, shape=(200, 264, 72), **params) -> str:
     if spec.owner is None:
         raise ValueError(f"kernel={key!r}: has no owner model in the catalog")
     if not gpu.live():
-        return (f"{key}: no GPU here; the GPU suite checks this owner model against the kernel "
-                "(tests/gpu/test_kernels.py::test_owner_model_matches_kernel).")
+        return f"{key}: no GPU here; checked by tests/gpu/test_kernels.py::test_owner_model_matches_kernel"
     from . import launch
     p = spec.params(**params)
     got = launch.record_owner(key, shape, **params)
@@ -549,9 +548,9 @@ def ownership_figure(key: str, p: dict | None = None, warp: int = 0):
 
     def title(lane):
         n = len(shapes(lane)) - 1
-        return (f"{key} ({geo}): lane {lane} of warp {warp} owns {per} outputs in {n} "
-                f"block{'s' if n > 1 else ''} (outlined)<br><sup>{_model_note()}; the GPU suite checks the "
-                "model against the kernel's -DRECORD_OWNER=1 build</sup>")
+        return (f"{key}: lane {lane} of warp {warp} owns {per} outputs in {n} "
+                f"block{'s' if n > 1 else ''} (outlined)<br><sup>{geo}<br>{_model_note()}; the GPU suite "
+                "checks the model against the kernel's -DRECORD_OWNER=1 build</sup>")
 
     steps = [dict(method="relayout", label=str(l), args=[{"shapes": shapes(l), "title.text": title(l)}])
              for l in range(32)]
@@ -559,8 +558,8 @@ def ownership_figure(key: str, p: dict | None = None, warp: int = 0):
         fig.update_yaxes(autorange="reversed", row=1, col=c)
     fig.update_yaxes(scaleanchor="x", constrain="domain", row=1, col=1)
     fig.update_xaxes(constrain="domain", row=1, col=1)
-    fig.update_layout(shapes=shapes(0), title=dict(text=title(0), x=0.01, font=dict(size=13)), height=520,
-                      margin=dict(l=40, r=20, t=90, b=40),
+    fig.update_layout(shapes=shapes(0), title=dict(text=title(0), x=0.01, font=dict(size=13)), height=540,
+                      margin=dict(l=40, r=20, t=110, b=40),
                       sliders=[dict(active=0, steps=steps, currentvalue=dict(prefix=f"lane of warp {warp}: "),
                                     pad=dict(t=30))])
     return fig
