@@ -9,6 +9,8 @@ sweep as a Plotly slider instead, and widget state would make the book load
 the widget JavaScript from a CDN. Refuses to run without a GPU, since the
 outputs would then be recorded-mode outputs posing as a live run.
 """
+import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -40,17 +42,23 @@ def main(paths):
         nb = nbformat.read(p, as_version=4)
         t0 = time.time()
         try:
-            NotebookClient(nb, timeout=900, kernel_name="python3", store_widget_state=False,
+            # store_widget_state must stay True: with False, nbclient 0.11 fails with a
+            # KeyError on the first comm message of a live ipywidgets slider. The state is
+            # stripped below anyway.
+            NotebookClient(nb, timeout=900, kernel_name="python3",
                            resources={"metadata": {"path": str(p.parent)}}).execute()
         except Exception as e:      # keep going: one broken chapter must not hide the others
             failed.append(p.name)
-            print(f"FAILED {p.name}: {str(e).strip().splitlines()[-1][:300]}", flush=True)
+            lines = str(e).strip().splitlines()
+            print(f"FAILED {p.name}: {type(e).__name__}: {' | '.join(lines[-4:])[:600]}", flush=True)
             continue                # the committed notebook keeps its previous outputs
         dt = time.time() - t0
         total += dt
         strip_widgets(nb)
         nbformat.write(nb, p)
         print(f"executed {p.name} in {dt:.1f} s ({p.stat().st_size / 1024:.0f} KiB)", flush=True)
+        if os.environ.get("NOTEBOOK_COPY_DIR"):      # e.g. $OUT on a remote GPU machine
+            shutil.copy(p, os.environ["NOTEBOOK_COPY_DIR"])
     print(f"{len(paths) - len(failed)} notebooks executed in {total:.1f} s, {len(failed)} failed {failed}")
     sys.exit(1 if failed else 0)
 
