@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime
 import json
 import os
 import shutil
@@ -152,20 +151,11 @@ def parse_csv(path: str) -> list[dict]:
 
 
 def provenance(ncu: str) -> dict:
-    prov = {"date": datetime.date.today().isoformat()}
+    """helpers.results.provenance() (GPU, driver, CUDA runtime, CuPy, date, commit) plus the ncu version."""
+    from helpers import results
+    prov = results.provenance()
     try:
         prov["ncu"] = subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    except Exception:
-        pass
-    try:
-        from helpers import gpu
-        d = gpu.device_info()
-        prov.update(gpu=d["name"], sm=f"{d['cc'][0]}.{d['cc'][1]}")
-    except Exception:
-        pass
-    try:
-        prov["commit"] = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"],
-                                        capture_output=True, text=True).stdout.strip()
     except Exception:
         pass
     return prov

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime
 import json
 import os
 import shutil
@@ -154,20 +153,11 @@ def compare(pred: dict, meas: dict) -> dict:
 
 
 def provenance(ncu: str) -> dict:
-    prov = {"date": datetime.date.today().isoformat()}
+    """helpers.results.provenance() (GPU, driver, CUDA runtime, CuPy, date, commit) plus the ncu version."""
+    from helpers import results
+    prov = results.provenance()
     try:
         prov["ncu"] = subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    except Exception:
-        pass
-    try:
-        from helpers import gpu
-        d = gpu.device_info()
-        prov.update(gpu=d["name"], sm=f"{d['cc'][0]}.{d['cc'][1]}")
-    except Exception:
-        pass
-    try:
-        prov["commit"] = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"],
-                                        capture_output=True, text=True).stdout.strip()
     except Exception:
         pass
     return prov
