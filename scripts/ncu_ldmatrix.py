@@ -58,16 +58,9 @@ KERNEL_REGEX = "regex:^gemm_(mma_sync|wmma)$"
 
 
 def plan(shape) -> list:
-    """The launches, in order: (catalog key, full parameter dict, label)."""
-    from helpers import catalog
-    mma = catalog.get("mma_sync_f16")
-    wm = catalog.get("wmma_f16")
-    return [
-        {"key": "mma_sync_f16", "params": mma.params(SWIZZLE=1), "label": "mma.sync, swizzled smem", "shape": shape},
-        {"key": "mma_sync_f16", "params": mma.params(SWIZZLE=0), "label": "mma.sync, plain row-major smem", "shape": shape},
-        {"key": "wmma_f16", "params": wm.params(PAD=8), "label": "WMMA, rows padded by 8", "shape": shape},
-        {"key": "wmma_f16", "params": wm.params(PAD=0), "label": "WMMA, unpadded rows", "shape": shape},
-    ]
+    """The launches, in order: helpers.fragments.ncu_plan with the shape attached."""
+    from helpers import fragments
+    return [{**it, "shape": shape} for it in fragments.ncu_plan(shape)]
 
 
 def predict(item) -> dict:
