@@ -1103,24 +1103,14 @@ def resource_rows(key: str, configs: list[dict], shape=(4096, 4096, 4096)) -> tu
         return [], "needs nvcc or a GPU (neither is here)"
 
     def one(pt):
-        p = spec.params(**pt)
         label = " ".join(f"{k}={v}" for k, v in pt.items()) or "defaults"
         try:
-            spec.validate(p, tuple(shape), smem_limit=gpu.device_info()["smem_per_block_optin"] if live else 232448)
+            r = launch.resources_of(key, shape, **pt)
         except ValueError as e:
             return {"config": label, "refused": str(e)}
-        if live:
-            r = launch.prepare(key, shape, **p).resources()
-            spill = r["local_bytes"]
-        else:
-            n = kc.nvcc_check(spec.file, spec.entry, spec.defines(p), arch="sm_90")
-            r = {"registers": n["registers"], "smem_static": n["smem_static"], "smem_dynamic": spec.smem(p),
-                 "threads": spec.threads(p)}
-            r.update(launch.occupancy(r["registers"], r["threads"], r["smem_static"] + r["smem_dynamic"]))
-            spill = n["spill_stores"] + n["spill_loads"]
-        return {"config": label, "threads": spec.threads(p), "registers": r["registers"],
+        return {"config": label, "threads": r["threads"], "registers": r["registers"],
                 "shared memory (KiB)": round((r["smem_static"] + r["smem_dynamic"]) / 1024, 1),
-                "spill bytes": spill, "blocks/SM": r["blocks_per_sm"],
+                "spill bytes": r["spill_bytes"], "blocks/SM": r["blocks_per_sm"],
                 "occupancy": f"{r['occupancy']:.0%} ({r['limited_by']})"}
 
     with ThreadPoolExecutor(max_workers=1 if live else 4) as ex:

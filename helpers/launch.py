@@ -45,30 +45,89 @@ class Launch:
         return r
 
 
-def occupancy(regs: int, threads: int, smem: int, dev: dict | None = None) -> dict:
-    """Theoretical blocks and warps per SM, and the limiting resource.
+# Per-SM limits by architecture. Source: CUDA C++ Programming Guide,
+# "Technical Specifications per Compute Capability" (8.0 and 9.0: 64K 32-bit
+# registers, 2048 resident threads = 64 warps, 32 resident blocks, 164 KB /
+# 228 KB shared memory per SM with up to 163 KB / 227 KB per block, 255
+# registers per thread), and the CUDA Occupancy Calculator (register
+# allocation unit: 256 registers per warp; 1 KB of shared memory reserved per block).
+DEVICE_LIMITS = {
+    "sm_80": {"regs_per_sm": 65536, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32,
+              "smem_per_sm": 167936, "smem_per_block_max": 166912,
+              "smem_reserved_per_block": 1024, "reg_alloc_unit": 256, "max_regs_per_thread": 255},
+    "sm_90": {"regs_per_sm": 65536, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32,
+              "smem_per_sm": 233472, "smem_per_block_max": 232448,
+              "smem_reserved_per_block": 1024, "reg_alloc_unit": 256, "max_regs_per_thread": 255},
+}
 
-    Model of the CUDA Occupancy Calculator (CUDA C++ Programming Guide,
-    "Occupancy"; limits per compute capability in its "Technical
-    Specifications" table): registers are allocated per warp in units of 256,
-    shared memory per block with 1 KB reserved by the system, at most 32
-    resident blocks and ``max_threads_per_sm`` threads per SM.
-    ``dev`` holds ``regs_per_sm``, ``smem_per_sm``, ``max_threads_per_sm``
-    (defaults: the current GPU, or an H100/H200 in recorded mode).
+
+def device_limits(arch: str | None = None) -> dict:
+    """:data:`DEVICE_LIMITS` of ``arch``; with None, this GPU's own (live) or sm_90 (recorded)."""
+    if arch is None and gpu.live():
+        d = gpu.device_info()
+        return {**DEVICE_LIMITS["sm_90"], "regs_per_sm": d["regs_per_sm"], "smem_per_sm": d["smem_per_sm"],
+                "max_threads_per_sm": d["max_threads_per_sm"], "smem_per_block_max": d["smem_per_block_optin"]}
+    arch = arch or "sm_90"
+    if arch not in DEVICE_LIMITS:
+        raise ValueError(f"arch={arch!r}: must be one of {tuple(DEVICE_LIMITS)}")
+    return DEVICE_LIMITS[arch]
+
+
+def occupancy(registers: int, threads: int, smem_bytes: int = 0, arch: str | None = None) -> dict:
+    """Theoretical occupancy of one launch configuration (CUDA Occupancy Calculator model).
+
+    ``registers`` per thread (nvcc -Xptxas -v or the driver), ``threads`` per
+    block, ``smem_bytes`` per block (static + dynamic), ``arch`` "sm_80" or
+    "sm_90" (None: this GPU, or sm_90 without one). Registers are allocated per
+    warp in units of 256; each block's shared memory is ``smem_bytes`` plus the
+    1 KB the system reserves. Returns ``{"blocks_per_sm", "warps_per_sm",
+    "occupancy" (resident threads / max), "limited_by" ("threads", "blocks",
+    "registers" or "shared memory"), "limits": blocks allowed by each}``.
+    Raises ValueError for a block that cannot run at all.
     """
-    if dev is None:
-        dev = gpu.device_info() if gpu.live() else {"regs_per_sm": 65536, "smem_per_sm": 233472,
-                                                    "max_threads_per_sm": 2048}
+    d = device_limits(arch)
+    if not 1 <= threads <= 1024:
+        raise ValueError(f"threads={threads}: must be in [1, 1024]")
+    if not 1 <= registers <= d["max_regs_per_thread"]:
+        raise ValueError(f"registers={registers}: must be in [1, {d['max_regs_per_thread']}]")
+    if smem_bytes > d["smem_per_block_max"]:
+        raise ValueError(f"smem_bytes={smem_bytes}: must be <= {d['smem_per_block_max']}")
     warps = -(-threads // 32)
-    regs_per_warp = -(-max(regs, 1) * 32 // 256) * 256
-    lim = {"threads": dev["max_threads_per_sm"] // (warps * 32), "blocks": 32,
-           "registers": dev["regs_per_sm"] // (regs_per_warp * warps)}
-    if smem:
-        lim["shared memory"] = dev["smem_per_sm"] // (smem + 1024)
+    regs_per_warp = -(-registers * 32 // d["reg_alloc_unit"]) * d["reg_alloc_unit"]
+    lim = {"threads": d["max_threads_per_sm"] // (warps * 32), "blocks": d["max_blocks_per_sm"],
+           "registers": d["regs_per_sm"] // (regs_per_warp * warps)}
+    if smem_bytes > 0:
+        lim["shared memory"] = d["smem_per_sm"] // (smem_bytes + d["smem_reserved_per_block"])
     blocks = min(lim.values())
-    limiter = min(lim, key=lambda k: lim[k])
+    order = ("threads", "blocks", "registers", "shared memory")     # ties: fixed limits first
+    limiter = min((k for k in order if k in lim), key=lambda k: (lim[k], order.index(k)))
     return {"blocks_per_sm": blocks, "warps_per_sm": blocks * warps,
-            "occupancy": blocks * warps * 32 / dev["max_threads_per_sm"], "limited_by": limiter}
+            "occupancy": blocks * warps * 32 / d["max_threads_per_sm"], "limited_by": limiter, "limits": lim}
+
+
+def resources_of(key: str, shape: tuple, **params) -> dict:
+    """Registers, shared memory, spills and occupancy of one configuration.
+
+    Live: compiled with NVRTC, read from the CUDA driver (:meth:`Launch.resources`).
+    Without a GPU: ``nvcc -Xptxas -v`` for sm_90 (:func:`helpers.compile.nvcc_check`)
+    and :func:`occupancy` with the sm_90 limits. Returns ``{"threads",
+    "registers", "smem_static", "smem_dynamic", "spill_bytes", occupancy
+    fields, "source"}``. Raises ValueError (a rule, checked first),
+    FileNotFoundError (neither GPU nor nvcc), KernelCompileError.
+    """
+    spec = catalog.get(key)
+    p = spec.params(**params)
+    spec.validate(p, tuple(shape), smem_limit=device_limits()["smem_per_block_max"])
+    if gpu.live():
+        r = prepare(key, shape, **p).resources()
+        return {**r, "spill_bytes": r["local_bytes"],
+                "source": f"compiled with NVRTC, read from the CUDA driver on {gpu.device_info()['name']}"}
+    n = kc.nvcc_check(spec.file, spec.entry, spec.defines(p), arch="sm_90")
+    r = {"threads": spec.threads(p), "registers": n["registers"], "smem_static": n["smem_static"],
+         "smem_dynamic": spec.smem(p), "spill_bytes": n["spill_stores"] + n["spill_loads"]}
+    r.update(occupancy(r["registers"], r["threads"], r["smem_static"] + r["smem_dynamic"], arch="sm_90"))
+    return {**r, "source": "nvcc -Xptxas -v for sm_90 on this machine (no GPU here); occupancy from the "
+                           "Occupancy Calculator model with sm_90 limits"}
 
 
 def prepare(key: str, shape: tuple, extra_defines: dict | None = None, **params) -> Launch:

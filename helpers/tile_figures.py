@@ -582,7 +582,6 @@ def resource_rows(items, shape=(4096, 4096, 4096)) -> tuple[list, str]:
     live = gpu.live()
     if not live and not kc.nvcc_path():
         return [], "needs nvcc or a GPU (neither is here)"
-    limit = gpu.device_info()["smem_per_block_optin"] if live else tiles.DEVICE_LIMITS["sm_90"]["smem_per_block_max"]
 
     def one(item):
         key, pt = item
@@ -591,19 +590,11 @@ def resource_rows(items, shape=(4096, 4096, 4096)) -> tuple[list, str]:
         diff = {k: v for k, v in p.items() if v != spec.defaults.get(k)}
         label = key + (" " + " ".join(f"{k}={v}" for k, v in diff.items()) if diff else "")
         try:
-            spec.validate(p, tuple(shape), smem_limit=limit)
+            r = launch.resources_of(key, shape, **p)
         except ValueError as e:
             return {"config": label, "refused": str(e)}
-        if live:
-            r = launch.prepare(key, shape, **p).resources()
-            spill = r["local_bytes"]
-        else:
-            n = kc.nvcc_check(spec.file, spec.entry, spec.defines(p), arch="sm_90")
-            r = {"registers": n["registers"], "smem_static": n["smem_static"], "smem_dynamic": spec.smem(p),
-                 "threads": spec.threads(p)}
-            r.update(launch.occupancy(r["registers"], r["threads"], r["smem_static"] + r["smem_dynamic"]))
-            spill = n["spill_stores"] + n["spill_loads"]
-        return {"config": label, "threads": spec.threads(p), "registers": r["registers"],
+        spill = r["spill_bytes"]
+        return {"config": label, "threads": r["threads"], "registers": r["registers"],
                 "shared memory (KiB)": round((r["smem_static"] + r["smem_dynamic"]) / 1024, 1),
                 "spill bytes": spill, "spills": "SPILLS" if spill else "no",
                 "blocks/SM": r["blocks_per_sm"], "occupancy": f"{r['occupancy']:.0%} ({r['limited_by']})"}

@@ -61,13 +61,13 @@ def test_prepare_refuses_before_touching_the_gpu():
 
 def test_occupancy_model():
     # 256 threads, 128 registers: 8 warps x 4096 regs = 32768 per block -> 2 blocks (65536 regs)
-    o = launch.occupancy(128, 256, 0, {"regs_per_sm": 65536, "smem_per_sm": 233472, "max_threads_per_sm": 2048})
+    o = launch.occupancy(128, 256, 0, arch="sm_90")
     assert o["blocks_per_sm"] == 2 and o["limited_by"] == "registers" and o["occupancy"] == 0.25
     # 32 registers, 256 threads, no smem: thread-limited at 8 blocks, 100 %
-    o = launch.occupancy(32, 256, 0, {"regs_per_sm": 65536, "smem_per_sm": 233472, "max_threads_per_sm": 2048})
+    o = launch.occupancy(32, 256, 0, arch="sm_90")
     assert o["blocks_per_sm"] == 8 and o["occupancy"] == 1.0
     # 100 KB of shared memory per block: 2 blocks fit in 228 KB (1 KB reserved per block)
-    o = launch.occupancy(32, 128, 100 * 1024, {"regs_per_sm": 65536, "smem_per_sm": 233472, "max_threads_per_sm": 2048})
+    o = launch.occupancy(32, 128, 100 * 1024, arch="sm_90")
     assert o["blocks_per_sm"] == 2 and o["limited_by"] == "shared memory"
 
 

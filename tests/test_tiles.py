@@ -14,7 +14,7 @@ import itertools
 import numpy as np
 import pytest
 
-from helpers import catalog, tiles
+from helpers import launch, catalog, tiles
 from helpers.catalog import cdiv
 
 # The 128 x 128 teaching configuration of chapter 5 (the catalog default moved to the
@@ -188,31 +188,31 @@ def test_reuse_factor_is_the_tile_width(T):
 # ------------------------------------------------------------------ occupancy
 def test_occupancy_known_examples():
     # 256 threads x 128 registers: 32768 registers per block -> 2 blocks, 16 warps, limited by registers
-    o = tiles.occupancy(128, 256, 0)
+    o = launch.occupancy(128, 256, 0)
     assert (o["blocks_per_sm"], o["warps_per_sm"], o["limited_by"]) == (2, 16, "registers")
     # 129 registers round up to 136 per thread (256 per warp): one block only
-    assert tiles.occupancy(129, 256, 0)["blocks_per_sm"] == 1
+    assert launch.occupancy(129, 256, 0)["blocks_per_sm"] == 1
     # the heaven-3 block: 1024 threads x 32 registers, 8 KB: 2 blocks (threads and registers both say 2)
-    o = tiles.occupancy(32, 1024, 8192)
+    o = launch.occupancy(32, 1024, 8192)
     assert (o["blocks_per_sm"], o["occupancy"], o["limited_by"]) == (2, 1.0, "threads")
     # shared memory: 100 KB blocks, +1 KB reserved: 2 on sm_90 (228 KB), 1 on sm_80 (164 KB)
-    assert tiles.occupancy(32, 128, 100 * 1024)["blocks_per_sm"] == 2
-    o = tiles.occupancy(32, 128, 100 * 1024, arch="sm_80")
+    assert launch.occupancy(32, 128, 100 * 1024)["blocks_per_sm"] == 2
+    o = launch.occupancy(32, 128, 100 * 1024, arch="sm_80")
     assert (o["blocks_per_sm"], o["limited_by"]) == (1, "shared memory")
     # tiny blocks hit the 32-blocks limit
-    o = tiles.occupancy(16, 32, 0)
+    o = launch.occupancy(16, 32, 0)
     assert (o["blocks_per_sm"], o["limited_by"]) == (32, "blocks")
 
 
 def test_occupancy_rejects_impossible_blocks():
     with pytest.raises(ValueError, match="threads=2048"):
-        tiles.occupancy(32, 2048)
+        launch.occupancy(32, 2048)
     with pytest.raises(ValueError, match="registers=300"):
-        tiles.occupancy(300, 256)
+        launch.occupancy(300, 256)
     with pytest.raises(ValueError, match="smem_bytes"):
-        tiles.occupancy(32, 256, 240 * 1024)
+        launch.occupancy(32, 256, 240 * 1024)
     with pytest.raises(ValueError, match="arch"):
-        tiles.occupancy(32, 256, arch="sm_70")
+        launch.occupancy(32, 256, arch="sm_70")
 
 
 # ------------------------------------------------------------------ chapter 3 and 5 rules
