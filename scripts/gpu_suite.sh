@@ -23,6 +23,7 @@ EXECUTE=0
 PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1
 summary=()
+failed=0
 step() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 run() {  # run NAME CMD...: log to $OUT/NAME.log, remember pass/fail and time
   local name=$1; shift
@@ -31,6 +32,7 @@ run() {  # run NAME CMD...: log to $OUT/NAME.log, remember pass/fail and time
   local rc=$? dt=$(( $(date +%s) - t0 ))
   local tail1=$(grep -E "passed|failed|error|ERROR SUMMARY|RACECHECK SUMMARY|sanitize_run|wrote|executed in|precompile:" "$OUT/$name.log" | tail -n 2 | tr '\n' ' ')
   summary+=("$(printf '%-10s rc=%-3s %5ss  %s' "$name" "$rc" "$dt" "$tail1")")
+  [ "$rc" = 0 ] || failed=1
   return $rc
 }
 
@@ -54,6 +56,7 @@ if step nbval; then
   run nbval2 $PY -m pytest --nbval-lax book -q -p no:cacheprovider -o addopts=""
   n2=$(find "$CUPY_CACHE_DIR" -type f | wc -l)
   summary+=("cupy cache: $n1 modules after the first nbval run, $n2 after the second ($([ "$n1" = "$n2" ] && echo 'nothing recompiled' || echo 'RECOMPILED'))")
+  [ "$n1" = "$n2" ] || failed=1
   unset CUPY_CACHE_DIR
 fi
 
@@ -83,3 +86,4 @@ fi
 echo "==== GPU suite summary ($(head -2 "$OUT/gpu.txt" | tail -1))"
 for s in "${summary[@]}"; do echo "$s"; done
 grep -h -E "^(ch[0-9]|ceilings)" "$OUT/record.log" 2>/dev/null | cut -c1-160
+exit $failed
