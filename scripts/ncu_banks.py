@@ -210,7 +210,9 @@ def main() -> int:
                             "predicted": pred, "match": ok}
         cells = "  ".join(f"{m.split('__')[1][:28]} {L['metrics'].get(m)!s:>10}/{pred[m]:<10}" for m in METRICS)
         print(f"{'ok ' if ok else 'DIFF'} {it['name']:34s} {cells}")
-    doc["_meta"] = {"provenance": provenance(ncu), "command": " ".join(cmd), "shape": a.shape,
+    prov = provenance(ncu)
+    doc["provenance"] = prov      # top level, as in every results/*.json (results contract)
+    doc["_meta"] = {"provenance": prov, "command": " ".join(cmd), "shape": a.shape,
                     "transpose_shape": list(TRANSPOSE_SHAPE), "metrics": METRICS, "extra_metrics": EXTRA_METRICS,
                     "variants": meta}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
