@@ -584,9 +584,10 @@ register(Kernel(key="wmma_acc_f16_pitfall", title="pitfall: fp16 accumulator fra
 # chapter 7: mma.sync + ldmatrix + XOR swizzle + multistage cp.async.
 _M = dict(chapter=7, file="07_mma_sync.cu", entry="gemm_mma_sync", op="gemm", align=16,
           defaults={"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4,
-                    "SWIZZLE": 1, "GROUP_M": 8},
+                    "SWIZZLE": 1, "GROUP_M": 8, "LOAD_SPREAD": 1},
           choices={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (32, 64), "WM": (32, 64),
-                   "WN": (32, 64), "STAGES": (2, 3, 4, 5), "SWIZZLE": (0, 1), "GROUP_M": (1, 8)},
+                   "WN": (32, 64), "STAGES": (2, 3, 4, 5), "SWIZZLE": (0, 1), "GROUP_M": (1, 8),
+                   "LOAD_SPREAD": (0, 1)},
           block=_TC_BLOCK, grid=_TC_GRID,
           smem=lambda p: p["STAGES"] * (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * 2,
           owner=_frag_model("owner_mma_sync"))
@@ -602,6 +603,10 @@ def _mma_sync_rules(p, s):
          (p["BM"] + p["BN"]) * p["BK"] // 8 // max(t, 1),
          "must be <= 16 per k-tile (more in-flight copies per thread spill registers next to the "
          "128 accumulators); use more warps or a smaller BK"),
+        (p["BM"] * s[2] < 2 ** 31, "K", s[2],
+         f"BM*K = {p['BM'] * s[2]} must be < 2^31: a thread's chunk offsets in A are 32-bit"),
+        (p["BK"] * s[1] < 2 ** 31, "N", s[1],
+         f"BK*N = {p['BK'] * s[1]} must be < 2^31: a thread's chunk offsets in B are 32-bit"),
     ]
 
 
@@ -609,12 +614,13 @@ def _mma_sync_rules(p, s):
 _M_SWEEP = ({"STAGES": 3}, {"STAGES": 5}, {"STAGES": 2},
             {"BM": 256, "BN": 128, "STAGES": 3}, {"BM": 256, "BN": 128},
             {"BK": 64, "STAGES": 3}, {"BK": 64}, {"BM": 256, "BN": 128, "BK": 64, "STAGES": 3},
-            {"BM": 128, "BN": 128}, {"BM": 128, "BN": 128, "BK": 64, "STAGES": 3},
-            {"BM": 128, "BN": 128, "WM": 32}, {"BM": 128, "BN": 128, "WN": 32},
+            {"BM": 128, "BN": 128}, {"BM": 128, "BN": 128, "WM": 32}, {"BM": 128, "BN": 128, "WN": 32},
             {"GROUP_M": 1}, {"SWIZZLE": 0})
 # Defaults: the best of the sweep recorded on the H200 (2026-11-29) over both dtypes:
-# BK 64 with 4 stages on 128 x 256 blocks (the sweep's points keep their recorded meaning).
-_M_SWEEP = frozen_sweep(_M["defaults"], _M_SWEEP + ({"BM": 256, "BN": 128, "BK": 64},))
+# BK 64 with 4 stages on 128 x 256 blocks (the sweep's points keep their meaning), with
+# the copies spread over the k16 steps; {"LOAD_SPREAD": 0} at the defaults is the burst.
+_M_SWEEP = frozen_sweep(_M["defaults"], _M_SWEEP + ({"BM": 256, "BN": 128, "BK": 64},
+                                                    {"BK": 64, "LOAD_SPREAD": 0}))
 _M = {**_M, "defaults": {**_M["defaults"], "BK": 64}}
 register(Kernel(key="mma_sync_f16", title="mma.sync m16n8k16 + ldmatrix + swizzle, fp16",
                 dtype="float16", out_dtype="float16", rules=_mma_sync_rules, sweep=_M_SWEEP, **_M))

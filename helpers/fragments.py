@@ -246,10 +246,12 @@ class MmaSyncGeometry:
     STAGES: int
     SWIZZLE: int
     GROUP_M: int
+    LOAD_SPREAD: int = 1
 
     @classmethod
     def of(cls, p: dict) -> "MmaSyncGeometry":
-        g = cls(**{k: int(p[k]) for k in ("BM", "BN", "BK", "WM", "WN", "STAGES", "SWIZZLE", "GROUP_M")})
+        g = cls(**{k: int(p[k]) for k in ("BM", "BN", "BK", "WM", "WN", "STAGES", "SWIZZLE", "GROUP_M")},
+                LOAD_SPREAD=int(p.get("LOAD_SPREAD", 1)))
         g.check()
         return g
 
@@ -264,6 +266,20 @@ class MmaSyncGeometry:
     a_stage = property(lambda s: s.BM * s.BK)      # elements
     b_stage = property(lambda s: s.BK * s.BN)
     smem_bytes = property(lambda s: s.STAGES * (s.a_stage + s.b_stage) * 2)
+    chunks = property(lambda s: (s.a_stage + s.b_stage) // 8 // s.threads)   # cp.async per thread per k-tile
+
+    def chunk_range(self, ks: int) -> tuple:
+        """LOAD_SPREAD=1: the thread's chunks (A first, then B) issued at k16
+        step ``ks`` of an iteration, as the kernel's load_chunks(first, last)."""
+        n, kk = self.chunks, self.KK
+        return ks * n // kk, (n if ks == kk - 1 else (ks + 1) * n // kk)
+
+    def tiles_copied(self, KT: int) -> int:
+        """k-tiles of cp.async one block issues for KT k-tiles: the prologue's
+        min(STAGES-1, KT), then one per iteration that has a tile to fetch
+        (burst), or one per iteration, zero-filled past the end (spread)."""
+        pro = min(self.STAGES - 1, KT)
+        return pro + (KT if self.LOAD_SPREAD else max(0, KT - (self.STAGES - 1)))
 
     def check(self) -> None:
         """The kernel's static_asserts, as ValueErrors naming the parameter."""
@@ -375,7 +391,9 @@ def predict_ncu_mma_sync(p: dict, shape: tuple) -> dict:
 
     Derivation: every block runs the same instruction stream (no early exit;
     edge tiles are zero-filled, not skipped), so totals are
-    ``blocks x k-tiles x per-k-tile profile`` (:func:`mma_sync_bank_profile`).
+    ``blocks x k-tiles x per-k-tile profile`` (:func:`mma_sync_bank_profile`);
+    for the copies, ``blocks x`` :meth:`MmaSyncGeometry.tiles_copied` (with
+    LOAD_SPREAD=1 the last STAGES-1 iterations copy zero-filled tiles too).
     The prefetching loop issues exactly KT * BK/16 fragment loads per warp
     (the prefetch past the last tile is skipped). Stage bases are multiples of
     128 bytes, so every stage has the same bank pattern.
@@ -406,6 +424,7 @@ def predict_ncu_mma_sync(p: dict, shape: tuple) -> dict:
     M, N, K = shape
     blocks = cdiv(N, g.BN) * cdiv(M, g.BM)
     kt = cdiv(K, g.BK)
+    copied = blocks * g.tiles_copied(kt)
     prof = mma_sync_bank_profile(p)
     ldsm = prof["ldsm_A"] + prof["ldsm_B"]
     ldsm_wf = prof["ldsm_wavefronts_A"] + prof["ldsm_wavefronts_B"]
@@ -417,9 +436,9 @@ def predict_ncu_mma_sync(p: dict, shape: tuple) -> dict:
         "sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum": n * conf,
         "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": n * conf,
         "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": 0,
-        "sm__sass_inst_executed_op_ldgsts.sum": n * prof["ldgsts"],
+        "sm__sass_inst_executed_op_ldgsts.sum": copied * prof["ldgsts"],
         "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum":
-            n * (prof["ldgsts_wavefronts"] - 4 * prof["ldgsts"]),
+            copied * (prof["ldgsts_wavefronts"] - 4 * prof["ldgsts"]),
         "conflicts_per_ldsm_A": (prof["ldsm_wavefronts_A"] - 4 * prof["ldsm_A"]) / prof["ldsm_A"],
         "conflicts_per_ldsm_B": (prof["ldsm_wavefronts_B"] - 4 * prof["ldsm_B"]) / prof["ldsm_B"],
         "blocks": blocks, "k_tiles": kt,
@@ -595,20 +614,25 @@ def emulate_mma_sync(A: np.ndarray, B: np.ndarray, p: dict, dtype: str = "float1
         smem = np.full(g.smem_bytes // 2, np.nan, dtype=np.float32)   # poison: unwritten = NaN
         pipe = _Pipeline(g.STAGES)
 
-        def load_tile(stage, k0):
+        def load_tile(stage, k0, first=0, last=None):
+            """Thread chunks first..last-1 (A chunks, then B) of the tile at k0."""
+            last = g.chunks if last is None else last
             def apply(stage=stage, k0=k0):
                 for t in range(g.threads):
                     a_chunks, b_chunks = offs[t]
-                    for row, col, dst in a_chunks:
-                        gr, gk = m0 + row, k0 + col
-                        e = (a_base + stage * g.a_stage * 2 + dst) // 2
-                        ok = gr < M and gk < K
-                        smem[e:e + 8] = Af[gr * K + gk: gr * K + gk + 8] if ok else 0.0
-                    for row, col, dst in b_chunks:
-                        gk, gn_ = k0 + row, n0 + col
-                        e = (b_base + stage * g.b_stage * 2 + dst) // 2
-                        ok = gk < K and gn_ < N
-                        smem[e:e + 8] = Bf[gk * N + gn_: gk * N + gn_ + 8] if ok else 0.0
+                    for c in range(first, last):
+                        if c < len(a_chunks):
+                            row, col, dst = a_chunks[c]
+                            gr, gk = m0 + row, k0 + col
+                            e = (a_base + stage * g.a_stage * 2 + dst) // 2
+                            ok = gr < M and gk < K
+                            smem[e:e + 8] = Af[gr * K + gk: gr * K + gk + 8] if ok else 0.0
+                        else:
+                            row, col, dst = b_chunks[c - len(a_chunks)]
+                            gk, gn_ = k0 + row, n0 + col
+                            e = (b_base + stage * g.b_stage * 2 + dst) // 2
+                            ok = gk < K and gn_ < N
+                            smem[e:e + 8] = Bf[gk * N + gn_: gk * N + gn_ + 8] if ok else 0.0
             pipe.issue(stage, apply)
 
         def load_frags(stage, ks):
@@ -634,15 +658,22 @@ def emulate_mma_sync(A: np.ndarray, B: np.ndarray, p: dict, dtype: str = "float1
         rs, ws = 0, g.STAGES - 1
         frags = [load_frags(0, 0), None]
         for kt in range(KT):
+            kn = kt + g.STAGES - 1
+            w_stage = ws
             for ks in range(g.KK):
                 if ks == g.KK - 1:
+                    if g.LOAD_SPREAD:            # last chunks, commit, then wait
+                        load_tile(w_stage, kn * g.BK, *g.chunk_range(ks))
+                        pipe.commit()
+                        ws = 0 if ws + 1 == g.STAGES else ws + 1
                     pipe.wait(g.STAGES - 2)
                     pipe.barrier()
                     rs = 0 if rs + 1 == g.STAGES else rs + 1
                 if ks < g.KK - 1 or kt + 1 < KT:
                     frags[(ks + 1) % 2] = load_frags(rs, (ks + 1) % g.KK)
-                if ks == 0:
-                    kn = kt + g.STAGES - 1
+                if g.LOAD_SPREAD and ks < g.KK - 1:
+                    load_tile(w_stage, kn * g.BK, *g.chunk_range(ks))
+                if not g.LOAD_SPREAD and ks == 0:
                     if kn < KT:
                         load_tile(ws, kn * g.BK)
                     pipe.commit()
@@ -874,7 +905,8 @@ def _swizzle_panel(rows: int, R: int, on: bool):
 # Nsight Compute run (results/h200-ldmatrix.json) describe: 128 x 256 blocks, BK = 32
 # (64-byte rows of A), WMMA with 128 x 256 blocks. The catalog defaults later moved to
 # the H200 sweep winners (mma.sync BK = 64, WMMA 128 x 128); these stay as measured.
-MMA_TEACHING = {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "SWIZZLE": 1, "GROUP_M": 8}
+MMA_TEACHING = {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "SWIZZLE": 1, "GROUP_M": 8,
+                "LOAD_SPREAD": 1}
 WMMA_NCU = {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "PAD": 8, "STAGES": 3, "GROUP_M": 8}
 
 

@@ -54,7 +54,13 @@
 //    no registers, L1 bypassed) while tile kt is multiplied;
 //    cp.async.wait_group STAGES-2 + __syncthreads() make tile kt+1 visible.
 //    Fragments are double-buffered in registers: the ldmatrix for k16 step
-//    s+1 is issued before the mma of step s.
+//    s+1 is issued before the mma of step s. With LOAD_SPREAD=1 (default) a
+//    thread's copies of the next tile are spread over the k16 steps, a few
+//    between the mma instructions of each, instead of one burst per tile:
+//      burst:  for each k-tile { copy 12 chunks; 4 x (ldmatrix, 32 mma) }
+//      spread: for each k-tile { 4 x (ldmatrix, 3 chunks, 32 mma) }
+//    Each thread keeps one pointer into A and one into B that move by one
+//    k-tile per tile (next_tile) instead of recomputing 64-bit addresses.
 //
 // 5. Block rasterization. Block ids are remapped so that GROUP_M consecutive
 //    blocks walk down a column of tiles before moving right; blocks running
@@ -70,9 +76,10 @@
 // Tile parameters (-D): BM, BN (block tile), BK (32 or 64), WM, WN (warp
 // tile, multiples of 16), STAGES (2..5), SWIZZLE (0/1; 1 needs the thread
 // count to be a multiple of BN), GROUP_M (>= 1, rasterization group height),
-// BF16 (0/1). A 64x64 warp tile keeps 128 fp32 accumulators per thread
-// (~240 registers), so blocks have 4 or 8 warps and one block runs per SM
-// (two for 4-warp blocks).
+// LOAD_SPREAD (0/1), BF16 (0/1). Chunk offsets are 32-bit: BM*K and BK*N
+// must stay below 2^31 (checked on the host). A 64x64 warp tile keeps 128
+// fp32 accumulators per thread (~230 registers), so blocks have 4 or 8 warps
+// and one block runs per SM (two for 4-warp blocks).
 // Launch: block = (WARPS_M * WARPS_N * 32), WARPS_M = BM/WM, WARPS_N = BN/WN;
 //   grid = (ceil(N / BN), ceil(M / BM));
 //   dynamic shared memory = STAGES * (BM*BK + BK*BN) * 2 bytes.
@@ -113,6 +120,12 @@
 #ifndef RECORD_OWNER
 #define RECORD_OWNER 0
 #endif
+#ifndef LOAD_SPREAD
+#define LOAD_SPREAD 1
+#endif
+#ifndef PROBE
+#define PROBE 0
+#endif
 
 #if BF16
 typedef __nv_bfloat16 T;
@@ -136,11 +149,14 @@ __device__ __forceinline__ T2 pack2(float x, float y) { return __floats2half2_rn
 #define RB (BN / 8)           // 16-byte chunks per row of the B tile
 #define A_STAGE (BM * BK)     // elements
 #define B_STAGE (BK * BN)
+#define CA (BM * RA / THREADS) // 16-byte A chunks per thread per k-tile
+#define CB (BK * RB / THREADS) // 16-byte B chunks per thread per k-tile
 
 static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must tile the block tile");
 static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile must be a multiple of 16");
 static_assert(BK == 32 || BK == 64, "BK must be 32 or 64 (an even number of k16 steps)");
 static_assert(STAGES >= 2, "at least two stages");
+static_assert(PROBE == 0 || LOAD_SPREAD, "PROBE builds use the LOAD_SPREAD=1 loop");
 static_assert((BM * RA) % THREADS == 0 && (BK * RB) % THREADS == 0,
               "16-byte chunks of a tile must spread evenly over the threads");
 static_assert(THREADS % RA == 0 && THREADS % RB == 0,
@@ -222,34 +238,56 @@ static_assert(THREADS % (8 * (RA > 8 ? RA : 8)) == 0 && THREADS % (8 * (RB > 8 ?
               "i.e. THREADS must be a multiple of 64 and of BN");
 #endif
 
-struct LoadCoords {            // one thread's cp.async coordinates, fixed for the kernel
-    const T* a_src;            // its first A chunk at k = 0
-    const T* b_src;            // its first B chunk at k = 0
+struct LoadCoords {            // one thread's cp.async state
+    const T* a_ptr;            // its first A chunk of the next k-tile to load
+    const T* b_ptr;            // its first B chunk of the next k-tile to load
+    int a_step, b_step;        // elements between its consecutive A (B) chunks
     unsigned a_dst, b_dst;     // swizzled byte offsets inside a stage
     unsigned a_rows_ok;        // bit i: row of A chunk i is < M
     int a_col, b_row;
     bool b_col_ok;
 };
 
-// One k-tile of A (BM x BK) and B (BK x BN) into stage buffers, 16 bytes per
-// cp.async; consecutive threads take consecutive chunks of a row (coalesced).
-__device__ __forceinline__ void load_tile(unsigned sA, unsigned sB, const LoadCoords& lc,
-                                          const T* __restrict__ A, const T* __restrict__ B,
-                                          int N, int K, int k0)
+// Part of one k-tile of A (BM x BK) and B (BK x BN) into stage buffers, 16
+// bytes per cp.async; consecutive threads take consecutive chunks of a row
+// (coalesced). A thread owns CA chunks of A and CB of B per k-tile; this call
+// issues those numbered first..last-1 (A chunks first, then B). k0 is the
+// tile's first k, for the bounds tests; the addresses come from lc.
+__device__ __forceinline__ void load_chunks(int first, int last, unsigned sA, unsigned sB,
+                                            const LoadCoords& lc,
+                                            const T* __restrict__ A, const T* __restrict__ B,
+                                            int K, int k0)
 {
     const bool a_k_ok = k0 + lc.a_col < K;
     #pragma unroll
-    for (int i = 0; i < BM * RA / THREADS; ++i) {
-        const bool ok = a_k_ok && ((lc.a_rows_ok >> i) & 1u);
-        const T* src = lc.a_src + (size_t)i * A_STEP * K + k0;
-        cp_async16(sA + lc.a_dst + i * THREADS * 16, ok ? src : A, ok);
+    for (int c = 0; c < CA + CB; ++c) {
+        if (c < first || c >= last)
+            continue;                           // folded away: first and last are constants
+        if (c < CA) {
+            const bool ok = a_k_ok && ((lc.a_rows_ok >> c) & 1u);
+            cp_async16(sA + lc.a_dst + c * THREADS * 16, ok ? lc.a_ptr + c * lc.a_step : A, ok);
+        } else {
+            const int i = c - CA;
+            const bool ok = lc.b_col_ok && k0 + lc.b_row + i * B_STEP < K;
+            cp_async16(sB + lc.b_dst + i * THREADS * 16, ok ? lc.b_ptr + i * lc.b_step : B, ok);
+        }
     }
-    #pragma unroll
-    for (int i = 0; i < BK * RB / THREADS; ++i) {
-        const bool ok = lc.b_col_ok && k0 + lc.b_row + i * B_STEP < K;
-        const T* src = lc.b_src + (size_t)(k0 + i * B_STEP) * N;
-        cp_async16(sB + lc.b_dst + i * THREADS * 16, ok ? src : B, ok);
-    }
+}
+
+// Move a thread's copy pointers to the next k-tile: BK columns of A, BK rows of B.
+__device__ __forceinline__ void next_tile(LoadCoords& lc, int N)
+{
+    lc.a_ptr += BK;
+    lc.b_ptr += (size_t)BK * N;
+}
+
+// The whole k-tile at once (prologue, and the main loop with LOAD_SPREAD=0).
+__device__ __forceinline__ void load_tile(unsigned sA, unsigned sB, LoadCoords& lc,
+                                          const T* __restrict__ A, const T* __restrict__ B,
+                                          int N, int K, int k0)
+{
+    load_chunks(0, CA + CB, sA, sB, lc, A, B, K, k0);
+    next_tile(lc, N);
 }
 
 // Fragments of k16 step `ks` of the warp tile, from one stage. a_off[ks] and
@@ -291,13 +329,15 @@ gemm_mma_sync(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ 
         const int a_row = tid / RA, b_col = (tid % RB) * 8;
         lc.a_col = (tid % RA) * 8;
         lc.b_row = tid / RB;
-        lc.a_src = A + (size_t)(m0 + a_row) * K + lc.a_col;
-        lc.b_src = B + (size_t)lc.b_row * N + n0 + b_col;
+        lc.a_ptr = A + (size_t)(m0 + a_row) * K + lc.a_col;
+        lc.b_ptr = B + (size_t)lc.b_row * N + n0 + b_col;
+        lc.a_step = A_STEP * K;                  // the host checks BM * K < 2^31
+        lc.b_step = B_STEP * N;                  // and BK * N < 2^31
         lc.a_dst = swz(tid, RA) * 16;
         lc.b_dst = swz(tid, RB) * 16;
         lc.a_rows_ok = 0;
         #pragma unroll
-        for (int i = 0; i < BM * RA / THREADS; ++i)
+        for (int i = 0; i < CA; ++i)
             lc.a_rows_ok |= (m0 + a_row + i * A_STEP < M ? 1u : 0u) << i;
         lc.b_col_ok = n0 + b_col < N;
     }
@@ -332,6 +372,53 @@ gemm_mma_sync(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ 
     int rs = 0, ws = STAGES - 1;                 // stage being read, stage being written
     load_frags(af[0], bf[0], sA0, sB0, a_off, b_off, 0);
 
+#if LOAD_SPREAD
+    // The copies of k-tile kn = kt + STAGES - 1 are spread over the KK k16
+    // steps of iteration kt, NCH / KK per step, so each step issues a few
+    // cp.async between its ldmatrix and mma instructions instead of one burst
+    // at the top of the tile (LOAD_SPREAD=0, below): the burst's address
+    // arithmetic and LSU traffic then sit between the Tensor Core
+    // instructions. Stage ws was last read in iteration kt-1, before its
+    // barrier, so it may be refilled from the first step on.
+    //
+    // PROBE (timing experiments only, wrong results): leave stages out to see
+    // what each costs. 1: no C stores; 2: and no main-loop copies; 3: and no
+    // barrier; 4: and no ldmatrix in the loop (the mma instructions alone).
+    constexpr int NCH = CA + CB;
+    for (int kt = 0; kt < KT; ++kt) {
+        const int kn = kt + STAGES - 1;
+        const unsigned wA = sA0 + ws * A_STAGE * 2, wB = sB0 + ws * B_STAGE * 2;
+        #pragma unroll
+        for (int ks = 0; ks < KK; ++ks) {
+            if (ks == KK - 1) {
+                // The last copies of tile kn, then its commit group. Groups
+                // committed: STAGES + kt; STAGES-2 pending means tile kt+1 landed.
+                // No branch on kn < KT: past the last k-tile every chunk fails
+                // its k < K test and is zero-filled into a stage nobody reads.
+                if (PROBE < 2)
+                    load_chunks(ks * NCH / KK, NCH, wA, wB, lc, A, B, K, kn * BK);
+                next_tile(lc, N);
+                cp_async_commit();
+                ws = (ws + 1 == STAGES) ? 0 : ws + 1;
+                if (PROBE < 3) {
+                    cp_async_wait<STAGES - 2>();
+                    __syncthreads();
+                }
+                rs = (rs + 1 == STAGES) ? 0 : rs + 1;
+            }
+            if (PROBE < 4 && (ks < KK - 1 || kt + 1 < KT))
+                load_frags(af[(ks + 1) % 2], bf[(ks + 1) % 2], sA0 + rs * A_STAGE * 2,
+                           sB0 + rs * B_STAGE * 2, a_off, b_off, (ks + 1) % KK);
+            if (PROBE < 2 && ks < KK - 1)
+                load_chunks(ks * NCH / KK, (ks + 1) * NCH / KK, wA, wB, lc, A, B, K, kn * BK);
+            #pragma unroll
+            for (int mi = 0; mi < MT; ++mi)
+                #pragma unroll
+                for (int nj = 0; nj < NT; ++nj)
+                    mma16816(acc[mi][nj], af[PROBE < 4 ? ks % 2 : 0][mi], bf[PROBE < 4 ? ks % 2 : 0][nj]);
+        }
+    }
+#else
     for (int kt = 0; kt < KT; ++kt) {
         #pragma unroll
         for (int ks = 0; ks < KK; ++ks) {
@@ -362,6 +449,7 @@ gemm_mma_sync(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ 
                     mma16816(acc[mi][nj], af[ks % 2][mi], bf[ks % 2][nj]);
         }
     }
+#endif
     cp_async_wait<0>();
 
     // Epilogue: straight from the C fragments, two elements per store.
@@ -374,7 +462,9 @@ gemm_mma_sync(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ 
             #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int row = m0 + wm * WM + mi * 16 + g + 8 * h;
-                if (row < M && col < N) {           // N % 8 == 0: col+1 < N too
+                // N % 8 == 0: col+1 < N too. PROBE >= 1 keeps the test on the
+                // accumulator (so no mma is optimized away) but never stores.
+                if (row < M && col < N && (PROBE == 0 || acc[mi][nj][0] == -1.5e-38f)) {
                     const size_t idx = (size_t)row * N + col;
                     *reinterpret_cast<T2*>(C + idx) = pack2(acc[mi][nj][2 * h], acc[mi][nj][2 * h + 1]);
                     RECORD(idx);

@@ -29,6 +29,11 @@ def jobs(combos: int):
             out.add((spec.file, spec.entry, tuple(sorted(d.items()))))
             if spec.owner is not None:
                 out.add((spec.file, spec.entry, tuple(sorted({**d, "RECORD_OWNER": 1}.items()))))
+    from helpers import probes          # chapter 7's leave-one-stage-out builds (defaults only)
+    for key in ("mma_sync_f16", "mma_sync_bf16"):
+        spec = catalog.get(key)
+        for n, _, _ in probes.LADDER[1:]:
+            out.add((spec.file, spec.entry, tuple(sorted({**spec.defines(spec.defaults), "PROBE": n}.items()))))
     return sorted(out)
 
 

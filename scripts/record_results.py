@@ -67,6 +67,11 @@ def main():
         from helpers import precision
         extras["tf32_vs_fp32"] = precision.tf32_vs_fp32(4096)
         extras["fp16_accumulator"] = precision.fp16_accumulator_demo()
+    if args.chapters is None or 7 in args.chapters:
+        from helpers import probes
+        extras["mma_sync_probes"] = {dt: probes.mma_sync_probes(dt, GEMM_SHAPE) for dt in ("float16", "bfloat16")}
+        for dt, r in extras["mma_sync_probes"].items():
+            print(f"ch7 probes {dt}: " + ", ".join(f"{x['probe']}:{x['ratio']:.3f}" for x in r["rows"]), flush=True)
     data_path = results.merge(runs, slug, ceilings={k: ceil[k] for k in ("copy_GBps", "cublas_TFLOPs", "spec")},
                               prov=prov)
     if extras:

@@ -166,8 +166,20 @@ def test_predicted_counters_default_config():
     # A: 4 phases x (4-way - 1) = 12 per ldmatrix; B: 4 x (8 - 1) = 28
     assert off["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"] == 8 * 16 * 8 * 2 * (4 * 12 + 4 * 28)
     assert off["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"] == 0
-    # cp.async: (128*32 + 32*256) / 8 chunks per tile = 1536 -> 48 warp instructions
-    assert on["sm__sass_inst_executed_op_ldgsts.sum"] == 8 * 16 * 48
+    # cp.async: (128*32 + 32*256) / 8 chunks per tile = 1536 -> 48 warp instructions;
+    # LOAD_SPREAD=1 copies 16 tiles + 3 zero-filled ones past the end (STAGES - 1)
+    assert on["sm__sass_inst_executed_op_ldgsts.sum"] == 8 * (16 + 3) * 48
+    burst = F.predict_ncu_mma_sync({**P07, "LOAD_SPREAD": 0}, shape)
+    assert burst["sm__sass_inst_executed_op_ldgsts.sum"] == 8 * 16 * 48
+
+
+def test_tiles_copied_and_chunk_ranges():
+    g = F.MmaSyncGeometry.of({**P07, "BK": 64})
+    assert g.chunks == 12 and g.KK == 4
+    assert [g.chunk_range(ks) for ks in range(4)] == [(0, 3), (3, 6), (6, 9), (9, 12)]
+    assert g.tiles_copied(1) == 1 + 1 and g.tiles_copied(64) == 3 + 64
+    g0 = F.MmaSyncGeometry.of({**P07, "LOAD_SPREAD": 0})
+    assert g0.tiles_copied(1) == 1 and g0.tiles_copied(2) == 2 and g0.tiles_copied(64) == 64
 
 
 def test_predicted_wmma_ldsm_padding():
