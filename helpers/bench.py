@@ -138,10 +138,10 @@ def banner() -> None:
                   f"{info['name']} (sm_{info['cc'][0]}{info['cc'][1]}, {info['sms']} SMs). Every speed "
                   "below is compared with a reference timed in the same run.", title="Where the numbers come from")
     else:
-        prov = results.load()["provenance"]
+        data = results.load()
         show.note(f"**Recorded mode: no CUDA GPU is visible here.** Figures are computed, but "
                   f"measurements are read from `results/{results.DEFAULT_SLUG}.json`, recorded on "
-                  f"{results.describe(prov)}. Run the notebook on a GPU to measure your own.",
+                  f"{results.describe(data['provenance'], data)}. Run the notebook on a GPU to measure your own.",
                   title="Where the numbers come from")
 
 

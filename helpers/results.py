@@ -78,19 +78,29 @@ def provenance() -> dict:
             "date": datetime.date.today().isoformat(), "commit": _commit()}
 
 
-def describe(prov: dict) -> str:
-    """One line naming the GPU, software and date of a provenance block."""
+def describe(prov: dict, data: dict | None = None) -> str:
+    """One line naming the GPU, software and date of a provenance block; with
+    ``data`` (a results file) holding records of several runs, also which
+    chapters each commit measured."""
     if not prov:
         return "no recorded results"
-    return (f"{prov.get('gpu', '?')} (sm {prov.get('sm', '?')}, driver {prov.get('driver', '?')}, "
+    line = (f"{prov.get('gpu', '?')} (sm {prov.get('sm', '?')}, driver {prov.get('driver', '?')}, "
             f"CuPy {prov.get('cupy', '?')}) on {prov.get('date', '?')}, commit {prov.get('commit', '?')}")
+    by = runs_by_commit(data) if data is not None else {}
+    if len(by) > 1:
+        line += " (chapters by commit: " + "; ".join(
+            f"{c}: {', '.join(str(x) for x in ch)}" for c, ch in by.items()) + ")"
+    return line
 
 
 def where(live: bool, prov: dict | None = None) -> str:
     """The label every figure and table carries."""
     if live:
         return f"measured live in this run on {gpu.device_info()['name']}"
-    return f"recorded on {describe(prov if prov is not None else load()['provenance'])}; no GPU here"
+    if prov is None:
+        data = load()
+        return f"recorded on {describe(data['provenance'], data)}; no GPU here"
+    return f"recorded on {describe(prov)}; no GPU here"
 
 
 def _same(run: dict, kernel: str, params: dict, dtype: str, shape) -> bool:
@@ -106,16 +116,43 @@ def lookup(kernel: str, params: dict, dtype: str, shape, slug: str = DEFAULT_SLU
     return None
 
 
+def _stamp(prov: dict) -> dict:
+    return {"date": prov.get("date"), "commit": prov.get("commit")}
+
+
 def merge(runs: list, slug: str, ceilings: dict | None = None, prov: dict | None = None) -> Path:
     """Add ``runs`` to ``results/<slug>.json``, replacing records of the same
-    kernel/params/dtype/shape; update ceilings and provenance if given."""
+    kernel/params/dtype/shape; update ceilings and provenance if given.
+
+    The top-level provenance is that of the latest run. So that records kept
+    from an earlier run are not passed off as this one's, every record carries
+    ``recorded`` = {date, commit} of the run that measured it (records older
+    than this field get the previous top-level provenance's)."""
     data = load(slug)
+    old = data.get("provenance") or {}
+    for x in data["runs"]:
+        x.setdefault("recorded", _stamp(old))
     for r in runs:
         data["runs"] = [x for x in data["runs"]
                         if not _same(x, r["kernel"], r.get("params", {}), r["dtype"], r["shape"])]
-        data["runs"].append({k: v for k, v in r.items() if k not in ("source",)})
+        rec = {k: v for k, v in r.items() if k not in ("source",)}
+        if prov:
+            rec["recorded"] = _stamp(prov)
+        data["runs"].append(rec)
     if ceilings:
         data["ceilings"].update(ceilings)
     if prov:
         data["provenance"] = prov
     return save(data, slug)
+
+
+def runs_by_commit(data: dict | None = None) -> dict:
+    """{commit: sorted chapters} of the records in a results file, from each
+    record's ``recorded`` stamp (the top-level provenance where absent)."""
+    data = data if data is not None else load()
+    top = (data.get("provenance") or {}).get("commit")
+    out: dict = {}
+    for r in data.get("runs", []):
+        c = (r.get("recorded") or {}).get("commit", top)
+        out.setdefault(c, set()).add(r.get("chapter"))
+    return {c: sorted(ch for ch in v if ch is not None) for c, v in out.items()}

@@ -191,3 +191,20 @@ def test_slug():
     assert gpu.slug("NVIDIA H200") == "h200"
     assert gpu.slug("NVIDIA A100-SXM4-80GB") == "a100-sxm4-80gb"
     assert gpu.slug("Tesla T4") == "t4"
+
+
+def test_merge_stamps_each_record_with_the_run_that_measured_it(tmp_path, monkeypatch):
+    from helpers import results
+    monkeypatch.setattr(results, "path", lambda slug=results.DEFAULT_SLUG: tmp_path / f"{slug}.json")
+    old = {"gpu": "G", "date": "2026-01-01", "commit": "aaa"}
+    results.save({"provenance": old, "ceilings": {}, "runs": [
+        {"chapter": 1, "kernel": "k1", "params": {}, "dtype": "float32", "shape": [1, 1, 1], "value": 1.0}]}, "t")
+    new = {"gpu": "G", "date": "2026-02-02", "commit": "bbb"}
+    results.merge([{"chapter": 7, "kernel": "k7", "params": {}, "dtype": "float16", "shape": [1, 1, 1],
+                    "value": 2.0, "source": "live"}], "t", prov=new)
+    data = results.load("t")
+    assert data["provenance"] == new
+    stamps = {r["kernel"]: r["recorded"]["commit"] for r in data["runs"]}
+    assert stamps == {"k1": "aaa", "k7": "bbb"}
+    assert results.runs_by_commit(data) == {"aaa": [1], "bbb": [7]}
+    assert "aaa: 1" in results.describe(new, data) and "bbb: 7" in results.describe(new, data)
