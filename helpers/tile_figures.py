@@ -28,6 +28,8 @@ Plotly stores base64-encoded, so the notebooks stay small.
 """
 from __future__ import annotations
 
+import os
+
 import importlib.util
 import json
 from pathlib import Path
@@ -338,8 +340,8 @@ def bank_explorer():
     :func:`bank_figure` for one state. Live only (returns None without a GPU,
     like the book's other live controls; the Plotly controls of the static
     figure cover the same states)."""
-    if not gpu.live():
-        return None
+    if not gpu.live() or os.environ.get("GEMM_BOOK_BATCH") == "1":
+        return None         # batch execution (scripts/execute_notebooks.py): see there
     import ipywidgets as w
     from IPython.display import display
     from . import show
