@@ -35,19 +35,14 @@ many counters matched the model), 1 when ncu is missing or failed.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from helpers import banks  # noqa: E402  (after the path set-up)
+from helpers import banks, ncu as ncu_tool  # noqa: E402  (after the path set-up)
 
 METRICS = list(banks.METRICS)
 EXTRA_METRICS = ["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
@@ -122,45 +117,6 @@ def child(plan_file: str) -> None:
 
 
 # ------------------------------------------------------------------ parent
-def find_ncu(explicit: str | None) -> str | None:
-    if explicit:
-        return explicit
-    p = shutil.which("ncu")
-    for d in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
-        if not p and d and os.path.isfile(os.path.join(d, "bin", "ncu")):
-            p = os.path.join(d, "bin", "ncu")
-    return p
-
-
-def parse_csv(path: str) -> list[dict]:
-    """ncu --csv rows -> one dict per profiled launch, in launch order:
-    {"id", "kernel", "metrics": {name: float}}."""
-    lines = [ln for ln in Path(path).read_text(errors="replace").splitlines() if ln.startswith('"')]
-    launches: dict[int, dict] = {}
-    for row in csv.DictReader(lines):
-        if row.get("ID") is None or row.get("Metric Name") is None:
-            continue
-        L = launches.setdefault(int(row["ID"]), {"id": int(row["ID"]), "kernel": row.get("Kernel Name", ""),
-                                                 "metrics": {}})
-        raw = (row.get("Metric Value") or "").replace(",", "").strip()
-        try:
-            L["metrics"][row["Metric Name"]] = float(raw)
-        except ValueError:
-            L["metrics"][row["Metric Name"]] = raw
-    return [launches[k] for k in sorted(launches)]
-
-
-def provenance(ncu: str) -> dict:
-    """helpers.results.provenance() (GPU, driver, CUDA runtime, CuPy, date, commit) plus the ncu version."""
-    from helpers import results
-    prov = results.provenance()
-    try:
-        prov["ncu"] = subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    except Exception:
-        pass
-    return prov
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="JSON file to write (required unless --child)")
@@ -174,25 +130,16 @@ def main() -> int:
         return 0
     if not a.out:
         ap.error("--out is required")
-    ncu = find_ncu(a.ncu)
+    ncu = ncu_tool.find(a.ncu)
     if not ncu:
         print("ncu_banks: Nsight Compute (ncu) not found; nothing measured", file=sys.stderr)
         return 1
     items = plan(tuple(a.shape))
-    with tempfile.TemporaryDirectory() as tmp:
-        plan_file = os.path.join(tmp, "plan.json")
-        Path(plan_file).write_text(json.dumps(items))
-        log = os.path.join(tmp, "ncu.csv")
-        cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--print-units", "base",
-               "--csv", "--log-file", log, "--kernel-name", KERNEL_REGEX,
-               "--metrics", ",".join(METRICS + EXTRA_METRICS),
-               sys.executable, str(Path(__file__).resolve()), "--child", plan_file]
-        print("running:", " ".join(cmd), flush=True)
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        print(r.stdout[-6000:], r.stderr[-4000:], sep="\n", flush=True)
-        launches = parse_csv(log) if os.path.exists(log) else []
-    if r.returncode != 0 or len(launches) != len(items):
-        print(f"ncu_banks: ncu rc={r.returncode}, {len(launches)} profiled launches for {len(items)} planned",
+    res = ncu_tool.profile(ncu, __file__, items, KERNEL_REGEX, METRICS + EXTRA_METRICS)
+    print(res["stdout"], res["stderr"], sep="\n", flush=True)
+    launches = res["launches"]
+    if res["returncode"] != 0 or len(launches) != len(items):
+        print(f"ncu_banks: ncu rc={res['returncode']}, {len(launches)} profiled launches for {len(items)} planned",
               file=sys.stderr)
         if len(launches) != len(items):
             return 1
@@ -210,9 +157,9 @@ def main() -> int:
                             "predicted": pred, "match": ok}
         cells = "  ".join(f"{m.split('__')[1][:28]} {L['metrics'].get(m)!s:>10}/{pred[m]:<10}" for m in METRICS)
         print(f"{'ok ' if ok else 'DIFF'} {it['name']:34s} {cells}")
-    prov = provenance(ncu)
+    prov = ncu_tool.provenance(ncu)
     doc["provenance"] = prov      # top level, as in every results/*.json (results contract)
-    doc["_meta"] = {"provenance": prov, "command": " ".join(cmd), "shape": a.shape,
+    doc["_meta"] = {"provenance": prov, "command": res["command"], "shape": a.shape,
                     "transpose_shape": list(TRANSPOSE_SHAPE), "metrics": METRICS, "extra_metrics": EXTRA_METRICS,
                     "variants": meta}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)

@@ -29,17 +29,14 @@ matched: the summary line says), 1 when ncu is missing or failed.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from helpers import ncu as ncu_tool  # noqa: E402  (after the path set-up)
 
 METRICS = [
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
@@ -93,49 +90,6 @@ def child(plan_file: str) -> None:
 
 
 # ------------------------------------------------------------------ parent: run ncu, compare
-def find_ncu(explicit: str | None) -> str | None:
-    if explicit:
-        return explicit
-    p = shutil.which("ncu")
-    for d in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
-        if not p and d and os.path.isfile(os.path.join(d, "bin", "ncu")):
-            p = os.path.join(d, "bin", "ncu")
-    return p
-
-
-def available_metrics(ncu: str) -> tuple[list, list, str]:
-    """Split METRICS into (known, unknown) by ``ncu --query-metrics`` (base
-    names). If the query fails or looks empty, keep all and say so."""
-    r = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True)
-    text = r.stdout
-    if r.returncode != 0 or text.count("\n") < 50:
-        return list(METRICS), [], f"query failed (rc={r.returncode}); using all metrics"
-    names = {line.split()[0] for line in text.splitlines() if line.strip() and "__" in line.split()[0]}
-    known = [m for m in METRICS if m.rsplit(".", 1)[0] in names]
-    unknown = [m for m in METRICS if m not in known]
-    return known, unknown, "ok"
-
-
-def parse_csv(path: str) -> list[dict]:
-    """ncu --csv rows -> one dict per kernel launch, in launch order:
-    {"id", "kernel", "grid", "block", "metrics": {name: float}}."""
-    lines = [ln for ln in Path(path).read_text(errors="replace").splitlines() if ln.startswith('"')]
-    launches: dict[str, dict] = {}
-    for row in csv.DictReader(lines):
-        lid = row.get("ID")
-        if lid is None or row.get("Metric Name") is None:
-            continue
-        L = launches.setdefault(lid, {"id": int(lid), "kernel": row.get("Kernel Name", ""),
-                                      "grid": row.get("Grid Size", ""), "block": row.get("Block Size", ""),
-                                      "metrics": {}})
-        raw = (row.get("Metric Value") or "").replace(",", "").strip()
-        try:
-            L["metrics"][row["Metric Name"]] = float(raw)
-        except ValueError:
-            L["metrics"][row["Metric Name"]] = raw
-    return sorted(launches.values(), key=lambda x: x["id"])
-
-
 def compare(pred: dict, meas: dict) -> dict:
     """For every predicted metric that was measured: predicted, measured, equal?"""
     out = {}
@@ -143,17 +97,6 @@ def compare(pred: dict, meas: dict) -> dict:
         if k in meas and isinstance(meas[k], float):
             out[k] = {"predicted": v, "measured": meas[k], "match": abs(meas[k] - v) <= 0.01 * max(abs(v), 1)}
     return out
-
-
-def provenance(ncu: str) -> dict:
-    """helpers.results.provenance() (GPU, driver, CUDA runtime, CuPy, date, commit) plus the ncu version."""
-    from helpers import results
-    prov = results.provenance()
-    try:
-        prov["ncu"] = subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    except Exception:
-        pass
-    return prov
 
 
 def main() -> int:
@@ -168,28 +111,20 @@ def main() -> int:
         return 0
     if not a.out:
         ap.error("--out is required")
-    ncu = find_ncu(a.ncu)
+    ncu = ncu_tool.find(a.ncu)
     if not ncu:
         print("ncu_ldmatrix: Nsight Compute (ncu) not found; nothing measured", file=sys.stderr)
         return 1
     items = plan(a.shape)
-    known, unknown, qstate = available_metrics(ncu)
-    with tempfile.TemporaryDirectory() as tmp:
-        plan_file = os.path.join(tmp, "plan.json")
-        Path(plan_file).write_text(json.dumps(items))
-        log = os.path.join(tmp, "ncu.csv")
-        cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--print-units", "base",
-               "--csv", "--log-file", log, "--kernel-name", KERNEL_REGEX, "--metrics", ",".join(known),
-               sys.executable, str(Path(__file__).resolve()), "--child", plan_file]
-        print("running:", " ".join(cmd), flush=True)
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        print(r.stdout[-4000:], r.stderr[-4000:], sep="\n", flush=True)
-        launches = parse_csv(log) if os.path.exists(log) else []
-        if r.returncode != 0 or len(launches) != len(items):
-            print(f"ncu_ldmatrix: ncu rc={r.returncode}, {len(launches)} profiled launches for "
-                  f"{len(items)} planned; see the output above", file=sys.stderr)
-            if not launches:
-                return 1
+    known, unknown, qstate = ncu_tool.query_metrics(ncu, METRICS)
+    res = ncu_tool.profile(ncu, __file__, items, KERNEL_REGEX, known)
+    print(res["stdout"][-4000:], res["stderr"], sep="\n", flush=True)
+    launches = res["launches"]
+    if res["returncode"] != 0 or len(launches) != len(items):
+        print(f"ncu_ldmatrix: ncu rc={res['returncode']}, {len(launches)} profiled launches for "
+              f"{len(items)} planned; see the output above", file=sys.stderr)
+        if not launches:
+            return 1
     runs, passed, failed = [], 0, 0
     for it, L in zip(items, launches):
         pred = predict(it)
@@ -201,7 +136,7 @@ def main() -> int:
         for k, c in cmp_.items():
             print(f"  {it['label']:34s} {k:70s} model {c['predicted']:>12.0f}  ncu {c['measured']:>12.0f}"
                   f"  {'ok' if c['match'] else 'DIFFERS'}")
-    doc = {"provenance": provenance(ncu), "shape": a.shape, "command": " ".join(cmd),
+    doc = {"provenance": ncu_tool.provenance(ncu), "shape": a.shape, "command": res["command"],
            "metrics_query": qstate, "unavailable_metrics": unknown, "runs": runs}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(doc, indent=1))

@@ -332,7 +332,7 @@ def test_cp_async_chunks_per_thread_rule():
         spec.validate(spec.params(BM=64, BN=256, BK=64, WM=64, WN=64, SWIZZLE=0), (4096, 4096, 4096))
 
 
-# ------------------------------------------------------------------ scripts/ncu_ldmatrix.py (CPU part)
+# ------------------------------------------------------------------ helpers/ncu.py + scripts/ncu_ldmatrix.py (CPU part)
 def test_ncu_csv_parsing_and_comparison(tmp_path):
     import importlib.util
     from pathlib import Path
@@ -350,8 +350,10 @@ def test_ncu_csv_parsing_and_comparison(tmp_path):
              row.format(id=1, m="l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", v="327680")]
     f = tmp_path / "ncu.csv"
     f.write_text("\n".join(lines) + "\n")
-    launches = n.parse_csv(str(f))
+    from helpers import ncu as ncu_tool
+    launches = ncu_tool.parse_csv(str(f))
     assert [L["id"] for L in launches] == [0, 1]
+    assert launches[0]["grid"] == "(2, 4, 1)" and launches[0]["kernel"] == "gemm_mma_sync"
     assert launches[0]["metrics"]["sm__sass_inst_executed_op_ldsm.sum"] == 16384.0
     items = n.plan((512, 512, 512))
     assert [it["params"]["SWIZZLE"] for it in items[:2]] == [1, 0]

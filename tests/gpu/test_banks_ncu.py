@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import banks
+from helpers import banks, ncu as ncu_tool
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
@@ -32,7 +32,7 @@ def measured(tmp_path_factory):
     given = os.environ.get("BANKS_NCU_JSON")
     if given:
         return json.loads(Path(given).read_text())
-    if ncu_banks.find_ncu(None) is None:
+    if ncu_tool.find() is None:
         pytest.skip("Nsight Compute (ncu) not found: PATH, $CUDA_PATH/bin, /usr/local/cuda/bin")
     out = tmp_path_factory.mktemp("ncu") / "banks.json"
     r = subprocess.run([sys.executable, str(REPO / "scripts" / "ncu_banks.py"), "--out", str(out)],

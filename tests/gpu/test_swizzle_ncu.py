@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import gpu
+from helpers import gpu, ncu as ncu_tool
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -42,8 +41,8 @@ LDGSTS_CONF = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"
 def ncu_doc(tmp_path_factory):
     path = os.environ.get("NCU_LDMATRIX_JSON")
     if not path:
-        if not (shutil.which("ncu") or os.path.isfile("/usr/local/cuda/bin/ncu")):
-            pytest.skip("Nsight Compute (ncu) not found")
+        if ncu_tool.find() is None:
+            pytest.skip("Nsight Compute (ncu) not found: PATH, $CUDA_PATH/bin, /usr/local/cuda/bin")
         path = str(tmp_path_factory.mktemp("ncu") / "ncu_ldmatrix.json")
         r = subprocess.run([sys.executable, str(REPO / "scripts" / "ncu_ldmatrix.py"), "--out", path],
                            capture_output=True, text=True, timeout=900)

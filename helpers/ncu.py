@@ -1,0 +1,105 @@
+"""Run a list of kernel launches under Nsight Compute and read the counters back.
+
+Used by ``scripts/ncu_banks.py`` (chapters 0 and 4) and
+``scripts/ncu_ldmatrix.py`` (chapters 6 and 7). Each script is its own
+child: :func:`profile` writes the plan (a JSON list of launches) to a
+temporary file and runs
+
+    ncu --clock-control none --target-processes all --print-units base --csv
+        --log-file <tmp.csv> --kernel-name <regex> --metrics <m1,m2,...>
+        python <script> --child <plan.json>
+
+then parses the CSV into one record per profiled launch, in launch order.
+``--clock-control none`` leaves the GPU's clocks as they are (ncu would lock
+them to base otherwise); counts do not depend on clocks.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def find(explicit: str | None = None) -> str | None:
+    """Path of ``ncu``: ``explicit``, else PATH, $CUDA_PATH/bin, $CUDA_HOME/bin,
+    /usr/local/cuda/bin; None when absent."""
+    if explicit:
+        return explicit
+    p = shutil.which("ncu")
+    for d in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if not p and d and os.path.isfile(os.path.join(d, "bin", "ncu")):
+            p = os.path.join(d, "bin", "ncu")
+    return p
+
+
+def parse_csv(path: str) -> list[dict]:
+    """``ncu --csv`` rows (one per launch and metric) -> one dict per launch,
+    in launch order: {"id", "kernel", "grid", "block", "metrics": {name: value}}.
+    Values are floats (thousands separators removed) or, when not numeric,
+    the raw string. Lines before the CSV header (ncu's ``==PROF==`` chatter)
+    are skipped."""
+    lines = [ln for ln in Path(path).read_text(errors="replace").splitlines() if ln.startswith('"')]
+    launches: dict[int, dict] = {}
+    for row in csv.DictReader(lines):
+        if row.get("ID") is None or row.get("Metric Name") is None:
+            continue
+        lid = int(row["ID"])
+        L = launches.setdefault(lid, {"id": lid, "kernel": row.get("Kernel Name", ""),
+                                      "grid": row.get("Grid Size", ""), "block": row.get("Block Size", ""),
+                                      "metrics": {}})
+        raw = (row.get("Metric Value") or "").replace(",", "").strip()
+        try:
+            L["metrics"][row["Metric Name"]] = float(raw)
+        except ValueError:
+            L["metrics"][row["Metric Name"]] = raw
+    return [launches[k] for k in sorted(launches)]
+
+
+def query_metrics(ncu: str, metrics: list) -> tuple[list, list, str]:
+    """Split ``metrics`` into (known, unknown) by ``ncu --query-metrics``
+    (base names, without ``.sum``). If the query fails or looks empty, keep
+    all of them and say so in the third element."""
+    r = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True)
+    text = r.stdout
+    if r.returncode != 0 or text.count("\n") < 50:
+        return list(metrics), [], f"query failed (rc={r.returncode}); using all metrics"
+    names = {line.split()[0] for line in text.splitlines() if line.strip() and "__" in line.split()[0]}
+    known = [m for m in metrics if m.rsplit(".", 1)[0] in names]
+    return known, [m for m in metrics if m not in known], "ok"
+
+
+def provenance(ncu: str) -> dict:
+    """helpers.results.provenance() (GPU, driver, CUDA runtime, CuPy, date,
+    commit) plus the ncu version line. Needs a GPU."""
+    from . import results
+    prov = results.provenance()
+    try:
+        prov["ncu"] = subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    except Exception:       # an odd --version output: keep the rest
+        pass
+    return prov
+
+
+def profile(ncu: str, script: str, items: list, kernel_regex: str, metrics: list) -> dict:
+    """Run ``python <script> --child <plan>`` under ncu, ``items`` being the plan.
+
+    Returns {"launches": parse_csv(...) ([] if ncu wrote no CSV), "command": the
+    command line, "returncode", "stdout", "stderr"} (the last two trimmed to
+    their ends). The caller pairs launches with ``items`` in order."""
+    with tempfile.TemporaryDirectory() as tmp:
+        plan_file = os.path.join(tmp, "plan.json")
+        Path(plan_file).write_text(json.dumps(items))
+        log = os.path.join(tmp, "ncu.csv")
+        cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--print-units", "base",
+               "--csv", "--log-file", log, "--kernel-name", kernel_regex, "--metrics", ",".join(metrics),
+               sys.executable, str(Path(script).resolve()), "--child", plan_file]
+        print("running:", " ".join(cmd), flush=True)
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        launches = parse_csv(log) if os.path.exists(log) else []
+    return {"launches": launches, "command": " ".join(cmd), "returncode": r.returncode,
+            "stdout": r.stdout[-6000:], "stderr": r.stderr[-4000:]}

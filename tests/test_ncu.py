@@ -1,0 +1,41 @@
+"""helpers/ncu.py without a GPU or ncu: the command it builds and the CSV it
+reads, with a stand-in ``ncu`` that writes two launches to --log-file and runs
+the child command it was given."""
+import stat
+import sys
+
+from helpers import ncu as ncu_tool
+
+FAKE_NCU = r'''#!{python}
+import subprocess, sys
+args = sys.argv[1:]
+log = args[args.index("--log-file") + 1]
+child = args[args.index("--metrics") + 2:]
+head = '"ID","Kernel Name","Block Size","Grid Size","Metric Name","Metric Unit","Metric Value"'
+rows = ['"0","k","(256, 1, 1)","(4, 1, 1)","a.sum","","1,024"', '"1","k","(256, 1, 1)","(4, 1, 1)","a.sum","","n/a"']
+open(log, "w").write("==PROF== Connected\n" + "\n".join([head] + rows) + "\n")
+sys.exit(subprocess.run(child).returncode)
+'''
+
+
+def test_profile_builds_the_command_and_parses_the_log(tmp_path):
+    fake = tmp_path / "ncu"
+    fake.write_text(FAKE_NCU.replace("{python}", sys.executable))
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    script = tmp_path / "child.py"
+    script.write_text("import json, sys\nplan = json.load(open(sys.argv[sys.argv.index('--child') + 1]))\n"
+                      "print('child saw', len(plan), 'items')\n")
+    res = ncu_tool.profile(str(fake), str(script), [{"x": 1}, {"x": 2}], "regex:^k$", ["a.sum", "b.sum"])
+    assert res["returncode"] == 0 and "child saw 2 items" in res["stdout"]
+    assert "--clock-control none" in res["command"] and "--metrics a.sum,b.sum" in res["command"]
+    assert [L["id"] for L in res["launches"]] == [0, 1]
+    assert res["launches"][0]["metrics"]["a.sum"] == 1024.0 and res["launches"][1]["metrics"]["a.sum"] == "n/a"
+    assert res["launches"][0]["grid"] == "(4, 1, 1)"
+
+
+def test_find_prefers_an_explicit_path(monkeypatch):
+    assert ncu_tool.find("/opt/x/ncu") == "/opt/x/ncu"
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.setenv("CUDA_PATH", "/nonexistent")
+    monkeypatch.setenv("CUDA_HOME", "/nonexistent")
+    assert ncu_tool.find() in (None, "/usr/local/cuda/bin/ncu")
