@@ -375,11 +375,11 @@ gemm_mma_sync(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ 
 #if LOAD_SPREAD
     // The copies of k-tile kn = kt + STAGES - 1 are spread over the KK k16
     // steps of iteration kt, NCH / KK per step, so each step issues a few
-    // cp.async between its ldmatrix and mma instructions instead of one burst
-    // at the top of the tile (LOAD_SPREAD=0, below): the burst's address
-    // arithmetic and LSU traffic then sit between the Tensor Core
-    // instructions. Stage ws was last read in iteration kt-1, before its
-    // barrier, so it may be refilled from the first step on.
+    // cp.async between its ldmatrix and mma instructions. The burst at the
+    // top of the tile (LOAD_SPREAD=0, below) issues all of them, with their
+    // address arithmetic, in one block with no Tensor Core work in between.
+    // Stage ws was last read in iteration kt-1, before its barrier, so it may
+    // be refilled from the first step on.
     //
     // PROBE (timing experiments only, wrong results): leave stages out to see
     // what each costs. 1: no C stores; 2: and no main-loop copies; 3: and no

@@ -208,3 +208,21 @@ def test_merge_stamps_each_record_with_the_run_that_measured_it(tmp_path, monkey
     assert stamps == {"k1": "aaa", "k7": "bbb"}
     assert results.runs_by_commit(data) == {"aaa": [1], "bbb": [7]}
     assert "aaa: 1" in results.describe(new, data) and "bbb: 7" in results.describe(new, data)
+
+
+def test_committed_kernel_listings_match_the_kernel_files():
+    """A committed notebook's show.source output is the file as it is now: a
+    kernel edited after the notebooks were executed shows up here."""
+    import glob
+    import re
+    from pathlib import Path
+    from helpers import show
+    stale = []
+    for f in sorted(glob.glob(str(Path(__file__).resolve().parent.parent / "book" / "*.ipynb"))):
+        for c in json.load(open(f))["cells"]:
+            m = re.fullmatch(r'show\.source\("([^"]+)"(?:, "([^"]+)")?\)\s*', "".join(c["source"]))
+            if c["cell_type"] == "code" and m and c.get("outputs"):
+                got = "".join(c["outputs"][0]["data"]["text/markdown"])
+                if got != show.source_markdown(m.group(1), m.group(2)):
+                    stale.append(f"{Path(f).name}: {m.group(0).strip()}")
+    assert not stale, "re-execute (or re-render) these listings: " + "; ".join(stale)
