@@ -15,6 +15,7 @@ them to base otherwise); counts do not depend on clocks.
 """
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import os
@@ -35,6 +36,23 @@ def find(explicit: str | None = None) -> str | None:
         if not p and d and os.path.isfile(os.path.join(d, "bin", "ncu")):
             p = os.path.join(d, "bin", "ncu")
     return p
+
+
+def command_line(doc: str, shape_help: str | None = None, argv=None) -> argparse.Namespace:
+    """The ncu scripts' shared options: ``--out`` (required unless ``--child``),
+    ``--shape M N K`` (default 512 512 512), ``--ncu`` and the hidden
+    ``--child <plan.json>`` that :func:`profile` passes to the script it runs.
+    Exits with a usage error when neither --out nor --child is given."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--out", help="JSON file to write (required unless --child)")
+    ap.add_argument("--shape", nargs=3, type=int, default=[512, 512, 512], metavar=("M", "N", "K"),
+                    help=shape_help or "GEMM shape (default 512 512 512)")
+    ap.add_argument("--ncu", help="path of ncu (default: PATH, $CUDA_PATH/bin, /usr/local/cuda/bin)")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if not a.child and not a.out:
+        ap.error("--out is required")
+    return a
 
 
 def parse_csv(path: str) -> list[dict]:

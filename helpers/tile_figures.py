@@ -28,7 +28,6 @@ Plotly stores base64-encoded, so the notebooks stay small.
 """
 from __future__ import annotations
 
-import os
 
 import importlib.util
 import json
@@ -340,8 +339,8 @@ def bank_explorer():
     :func:`bank_figure` for one state. Live only (returns None without a GPU,
     like the book's other live controls; the Plotly controls of the static
     figure cover the same states)."""
-    if not gpu.live() or os.environ.get("GEMM_BOOK_BATCH") == "1":
-        return None         # batch execution (scripts/execute_notebooks.py): see there
+    if not gpu.live():
+        return None
     import ipywidgets as w
     from IPython.display import display
     from . import show
@@ -352,7 +351,10 @@ def bank_explorer():
     out = w.Output()
 
     def redraw(_=None):
-        out.clear_output(wait=True)
+        # Not clear_output(wait=True): under nbclient (scripts/execute_notebooks.py)
+        # a deferred clear inside an Output widget stalls the cell until the
+        # timeout (seen on the H200, reproduced without a GPU, 2026-11-29).
+        out.clear_output()
         with out:
             show.figure(bank_figure(ctl["width"].value, ctl["direction"].value, ctl["layout"].value))
 

@@ -37,11 +37,6 @@ def main(paths):
     if not gpu.live():
         sys.exit("execute_notebooks.py needs a GPU: committed outputs must come from a live run")
     paths = [Path(p) for p in paths] or sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
-    # The kernels inherit this: chapter 4's bank explorer (an ipywidgets Output
-    # widget redrawn on every change) is skipped, since nbclient never returned
-    # from that cell on the H200 (2026-11-29), while pytest --nbval-lax ran it in
-    # 1 s; its output is widget state, which is stripped below anyway.
-    os.environ["GEMM_BOOK_BATCH"] = "1"
     total, failed = 0.0, []
     for p in paths:
         nb = nbformat.read(p, as_version=4)

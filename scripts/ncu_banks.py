@@ -34,7 +34,6 @@ many counters matched the model), 1 when ncu is missing or failed.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -118,18 +117,10 @@ def child(plan_file: str) -> None:
 
 # ------------------------------------------------------------------ parent
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", help="JSON file to write (required unless --child)")
-    ap.add_argument("--shape", nargs=3, type=int, default=[512, 512, 512], metavar=("M", "N", "K"),
-                    help="GEMM shape for the chapter-4 variants (default 512 512 512)")
-    ap.add_argument("--ncu", help="path of ncu (default: PATH, $CUDA_PATH/bin, /usr/local/cuda/bin)")
-    ap.add_argument("--child", help=argparse.SUPPRESS)
-    a = ap.parse_args()
+    a = ncu_tool.command_line(__doc__, "GEMM shape for the chapter-4 variants (default 512 512 512)")
     if a.child:
         child(a.child)
         return 0
-    if not a.out:
-        ap.error("--out is required")
     ncu = ncu_tool.find(a.ncu)
     if not ncu:
         print("ncu_banks: Nsight Compute (ncu) not found; nothing measured", file=sys.stderr)

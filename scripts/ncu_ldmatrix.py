@@ -28,7 +28,6 @@ matched: the summary line says), 1 when ncu is missing or failed.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -100,17 +99,10 @@ def compare(pred: dict, meas: dict) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", help="JSON file to write (required unless --child)")
-    ap.add_argument("--shape", nargs=3, type=int, default=[512, 512, 512], metavar=("M", "N", "K"))
-    ap.add_argument("--ncu", help="path of ncu (default: PATH, $CUDA_PATH/bin, /usr/local/cuda/bin)")
-    ap.add_argument("--child", help=argparse.SUPPRESS)
-    a = ap.parse_args()
+    a = ncu_tool.command_line(__doc__)
     if a.child:
         child(a.child)
         return 0
-    if not a.out:
-        ap.error("--out is required")
     ncu = ncu_tool.find(a.ncu)
     if not ncu:
         print("ncu_ldmatrix: Nsight Compute (ncu) not found; nothing measured", file=sys.stderr)

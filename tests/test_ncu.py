@@ -39,3 +39,12 @@ def test_find_prefers_an_explicit_path(monkeypatch):
     monkeypatch.setenv("CUDA_PATH", "/nonexistent")
     monkeypatch.setenv("CUDA_HOME", "/nonexistent")
     assert ncu_tool.find() in (None, "/usr/local/cuda/bin/ncu")
+
+
+def test_command_line_requires_out_unless_child():
+    import pytest
+    a = ncu_tool.command_line("doc", argv=["--out", "x.json", "--shape", "64", "32", "16"])
+    assert a.out == "x.json" and a.shape == [64, 32, 16] and a.child is None
+    assert ncu_tool.command_line("doc", argv=["--child", "plan.json"]).child == "plan.json"
+    with pytest.raises(SystemExit):
+        ncu_tool.command_line("doc", argv=[])

@@ -206,3 +206,25 @@ def test_sweep_figure_short_labels():
     assert list(fig.data[0].x) == ["base", "A=5", "B=7"]
     assert [s.label for s in fig.layout.sliders[0].steps] == ["base", "A=5", "B=7"]
     assert fig.layout.title.text.startswith("t: B=7 ->")
+
+
+def test_bank_explorer_does_not_stall_batch_execution():
+    """nbclient (scripts/execute_notebooks.py) stalled until its timeout on the
+    explorer's Output widget when it cleared with wait=True; the cell must
+    finish promptly. gpu.live is forced on inside the kernel: the explorer
+    draws on the CPU."""
+    import time
+    from pathlib import Path
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipywidgets")
+    repo = Path(__file__).resolve().parent.parent
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        f"import sys; sys.path.insert(0, {str(repo)!r})\n"
+        "from helpers import gpu, tile_figures\n"
+        "gpu.live = lambda: True\n"
+        "box = tile_figures.bank_explorer()\n")]
+    t0 = time.time()
+    nbclient.NotebookClient(nb, timeout=20, kernel_name="python3").execute()
+    assert time.time() - t0 < 15, "the explorer cell stalled nbclient"
