@@ -12,6 +12,8 @@ so a committed notebook shows the same thing in both.
 """
 from __future__ import annotations
 
+import os
+
 import hashlib
 import html
 import itertools
@@ -39,6 +41,20 @@ def _markdown(text: str) -> None:
 
 
 # ------------------------------------------------------------------ figures
+def live_controls() -> bool:
+    """Whether to build live ipywidgets controls (the sliders and explorers
+    that recompile and re-measure): only with a GPU, and not while
+    ``scripts/execute_notebooks.py`` executes the notebooks (it sets
+    ``GEMM_BOOK_BATCH=1``). There, their output is widget state that is
+    stripped before committing anyway, and nbclient 0.11 intermittently
+    stalls a cell that draws into an ``Output`` widget for the cell's whole
+    timeout: the kernel's reply arrives on time but is read 60 s later with a
+    60 s timeout (chapter 4 on the H200, and reproduced without a GPU,
+    2026-11-29)."""
+    from . import gpu
+    return gpu.live() and os.environ.get("GEMM_BOOK_BATCH") != "1"
+
+
 def figure_bundle(fig, config: Mapping | None = None) -> dict:
     """The MIME bundle :func:`figure` displays (exposed for tests).
 

@@ -10,7 +10,7 @@
 """
 from __future__ import annotations
 
-from . import bench, catalog, gpu, launch
+from . import bench, catalog, launch
 
 
 def run(key: str, shape, points=None) -> list:
@@ -85,7 +85,8 @@ def live_slider(key: str, shape, choices: dict | None = None):
     and the result line shows TFLOP/s or GB/s, the ratio to the same-run
     reference, registers, shared memory, spills and theoretical occupancy.
     """
-    if not gpu.live():
+    from . import show
+    if not show.live_controls():       # no GPU, or batch execution
         return None
     import ipywidgets as w
     from IPython.display import display

@@ -338,12 +338,13 @@ def bank_explorer():
     """ipywidgets controls (tile width, access direction, layout) redrawing
     :func:`bank_figure` for one state. Live only (returns None without a GPU,
     like the book's other live controls; the Plotly controls of the static
-    figure cover the same states)."""
-    if not gpu.live():
+    figure cover the same states; None also in batch execution, see
+    :func:`helpers.show.live_controls`)."""
+    from . import show
+    if not show.live_controls():
         return None
     import ipywidgets as w
     from IPython.display import display
-    from . import show
     ctl = {"width": w.ToggleButtons(options=[16, 32], value=32, description="BK"),
            "direction": w.ToggleButtons(options=list(DIRECTIONS), value="column", description="access"),
            "layout": w.SelectionSlider(options=list(LAYOUTS), value="PAD=0", description="layout",
@@ -351,10 +352,7 @@ def bank_explorer():
     out = w.Output()
 
     def redraw(_=None):
-        # Not clear_output(wait=True): under nbclient (scripts/execute_notebooks.py)
-        # a deferred clear inside an Output widget stalls the cell until the
-        # timeout (seen on the H200, reproduced without a GPU, 2026-11-29).
-        out.clear_output()
+        out.clear_output(wait=True)
         with out:
             show.figure(bank_figure(ctl["width"].value, ctl["direction"].value, ctl["layout"].value))
 

@@ -37,6 +37,8 @@ def main(paths):
     if not gpu.live():
         sys.exit("execute_notebooks.py needs a GPU: committed outputs must come from a live run")
     paths = [Path(p) for p in paths] or sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+    # Inherited by the kernels: no live ipywidgets controls (helpers.show.live_controls).
+    os.environ["GEMM_BOOK_BATCH"] = "1"
     total, failed = 0.0, []
     for p in paths:
         nb = nbformat.read(p, as_version=4)
