@@ -43,18 +43,29 @@ def _recorded(spec, p, dtype, shape, metric, reference):
     return {**r, "title": spec.title, "source": "recorded"}
 
 
-def gemm(items, shape=(4096, 4096, 4096), dtype: str | None = None, verify_each: bool = True) -> list:
+def _check_rounds(rounds) -> None:
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
+        raise ValueError(f"rounds={rounds!r}: must be an integer >= 1")
+
+
+def gemm(items, shape=(4096, 4096, 4096), dtype: str | None = None, verify_each: bool = True,
+         rounds: int = 3) -> list:
     """Measure GEMM kernels; ``items`` are catalog keys or (key, params) pairs.
 
     ``shape`` is (M, N, K). All kernels must share one input dtype (``dtype``
     defaults to the first kernel's). Returns one record per kernel with
     ``value`` (TFLOP/s), ``reference_value`` (cuBLAS TFLOP/s, same run),
-    ``ratio``, ``rel_err``, ``ms`` and ``source`` ("live" or "recorded").
-    Raises ValueError for bad params or shapes, WrongResult for a wrong kernel.
+    ``ratio`` (= value / reference_value), ``rel_err``, ``ms``, ``repeats`` and
+    ``source`` ("live" or "recorded"). Each kernel is timed against its own
+    cuBLAS run in ``rounds`` alternating rounds (:func:`helpers.timing.time_pair`),
+    so a GPU that slows down as it heats does not favour whichever ran first.
+    Raises ValueError for bad params, shapes or ``rounds``, WrongResult for a
+    wrong kernel.
     """
     cfgs = _configs(items)
     dtype = dtype or cfgs[0][0].dtype
     M, N, K = shape
+    _check_rounds(rounds)
     if not gpu.live():
         return [_recorded(s, p, dtype, shape, "TFLOP/s", "cuBLAS") for s, p in cfgs]
     cp = gpu.cupy()
@@ -66,8 +77,7 @@ def gemm(items, shape=(4096, 4096, 4096), dtype: str | None = None, verify_each:
     out_dt = verify.np_dtype(cfgs[0][0].out_dtype)
     C = cp.empty((M, N), dtype=out_dt)
     fl = timing.gemm_flops(M, N, K)
-    cublas_ms = timing.time_ms(timing.cublas_gemm(A, B, cp.empty((M, N), dtype=verify.np_dtype(dtype))))["ms"]
-    ref_tf = timing.tflops(fl, cublas_ms)
+    blas = timing.cublas_gemm(A, B, cp.empty((M, N), dtype=verify.np_dtype(dtype)))
     recs = []
     for (spec, p), L in zip(cfgs, launches):
         b = Bt if spec.layout == "NT" else B
@@ -77,26 +87,28 @@ def gemm(items, shape=(4096, 4096, 4096), dtype: str | None = None, verify_each:
             verify.poison(C)
             run()
             err = verify.check(C, ref, dtype, what=f"{spec.key} {p}")
-        t = timing.time_ms(run)
-        tf = timing.tflops(fl, t["ms"])
+        t = timing.time_pair(run, blas, rounds=rounds)
+        tf, ref_tf = timing.tflops(fl, t["ms"]), timing.tflops(fl, t["ref_ms"])
         recs.append({"chapter": spec.chapter, "kernel": spec.key, "title": spec.title, "params": p,
                      "dtype": dtype, "shape": [M, N, K], "metric": "TFLOP/s", "value": sig(tf),
                      "reference": "cuBLAS", "reference_value": sig(ref_tf),
                      "ratio": sig(tf / ref_tf, 4), "rel_err": err, "ms": sig(t["ms"]),
-                     "repeats": t["n"], "source": "live"})
+                     "repeats": t["n"], "rounds": rounds, "source": "live"})
     return recs
 
 
-def transpose(items, shape=(4096, 4096)) -> list:
+def transpose(items, shape=(4096, 4096), rounds: int = 3) -> list:
     """Measure transpose/copy kernels on a (ROWS, COLS) float32 matrix.
 
     Returns records with ``value`` = effective GB/s (2 * ROWS * COLS * 4 bytes
     over the median time), ``reference_value`` = device-to-device cudaMemcpy
-    GB/s of the same bytes in the same run, ``ratio``, and ``rel_err`` (0 when
-    the output equals the exact transpose, which it must: no arithmetic).
+    GB/s of the same bytes, timed in ``rounds`` rounds alternating with each
+    kernel (:func:`helpers.timing.time_pair`), ``ratio``, and ``rel_err`` (0
+    when the output equals the exact transpose, which it must: no arithmetic).
     """
     cfgs = _configs(items)
     R, Cc = shape
+    _check_rounds(rounds)
     if not gpu.live():
         return [_recorded(s, p, "float32", shape, "GB/s", "cudaMemcpy D2D") for s, p in cfgs]
     cp = gpu.cupy()
@@ -104,7 +116,7 @@ def transpose(items, shape=(4096, 4096)) -> list:
     X = verify.random_matrix((R, Cc))
     nbytes = 2 * X.nbytes
     dst = cp.empty_like(X)
-    ref_gb = timing.gbps(nbytes, timing.time_ms(timing.memcpy_d2d(dst, X))["ms"])
+    copy = timing.memcpy_d2d(dst, X)
     recs = []
     for (spec, p), L in zip(cfgs, launches):
         out = cp.empty((R, Cc) if spec.op == "copy" else (Cc, R), cp.float32)
@@ -114,13 +126,13 @@ def transpose(items, shape=(4096, 4096)) -> list:
         bad = int((out != expect).sum())   # NaN != anything, so unwritten elements count
         if bad:
             raise verify.WrongResult(f"{spec.key} {p}: {bad} of {out.size} elements wrong or never written")
-        t = timing.time_ms(lambda: L(out, X, R, Cc))
-        gb = timing.gbps(nbytes, t["ms"])
+        t = timing.time_pair(lambda: L(out, X, R, Cc), copy, rounds=rounds)
+        gb, ref_gb = timing.gbps(nbytes, t["ms"]), timing.gbps(nbytes, t["ref_ms"])
         recs.append({"chapter": spec.chapter, "kernel": spec.key, "title": spec.title, "params": p,
                      "dtype": "float32", "shape": [R, Cc], "metric": "GB/s", "value": sig(gb),
                      "reference": "cudaMemcpy D2D", "reference_value": sig(ref_gb),
                      "ratio": sig(gb / ref_gb, 4), "rel_err": 0.0, "ms": sig(t["ms"]),
-                     "repeats": t["n"], "source": "live"})
+                     "repeats": t["n"], "rounds": rounds, "source": "live"})
     return recs
 
 

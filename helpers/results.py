@@ -120,9 +120,15 @@ def _stamp(prov: dict) -> dict:
     return {"date": prov.get("date"), "commit": prov.get("commit")}
 
 
-def merge(runs: list, slug: str, ceilings: dict | None = None, prov: dict | None = None) -> Path:
+def merge(runs: list, slug: str, ceilings: dict | None = None, prov: dict | None = None,
+          replace_chapters=()) -> Path:
     """Add ``runs`` to ``results/<slug>.json``, replacing records of the same
     kernel/params/dtype/shape; update ceilings and provenance if given.
+
+    ``replace_chapters``: chapters this run measured in full (every shipped
+    configuration). Their older records are dropped first, so a configuration
+    that has left the catalog (a changed default, a removed sweep point) does
+    not linger as if it were still measured.
 
     The top-level provenance is that of the latest run. So that records kept
     from an earlier run are not passed off as this one's, every record carries
@@ -132,6 +138,8 @@ def merge(runs: list, slug: str, ceilings: dict | None = None, prov: dict | None
     old = data.get("provenance") or {}
     for x in data["runs"]:
         x.setdefault("recorded", _stamp(old))
+    gone = set(replace_chapters)
+    data["runs"] = [x for x in data["runs"] if x.get("chapter") not in gone]
     for r in runs:
         data["runs"] = [x for x in data["runs"]
                         if not _same(x, r["kernel"], r.get("params", {}), r["dtype"], r["shape"])]

@@ -64,6 +64,42 @@ def time_ms(fn, *, warmup: int = 3, repeat: int | None = None, budget_ms: float 
     return {"ms": statistics.median(ts), "min": min(ts), "max": max(ts), "n": repeat, "all": ts}
 
 
+def time_pair(fn, ref, *, rounds: int = 3, budget_ms: float = 400.0, min_repeat: int = 2,
+              max_repeat: int = 100, timer=None) -> dict:
+    """Time ``fn`` and its reference ``ref`` in ``rounds`` alternating rounds.
+
+    Each round times ``ref`` and then ``fn`` with :func:`time_ms` (about
+    ``budget_ms / rounds`` each; 3 warm-up calls in the first round, 1 after
+    each switch). Alternating matters on a GPU that runs at its power limit:
+    clocks fall as the board heats, so a reference timed once at the start
+    (cold, fast) and a kernel timed later (hot, slow) would bias the ratio.
+    Seen on the H200 of this book (2026-11-29): whichever of two variants ran
+    first on an idle GPU measured 5-15 % faster (notes/mma_sync_tuning.md).
+
+    Returns ``{"ms", "ref_ms"}`` (medians over every timed call of every
+    round), ``"ratio"`` = ref_ms / ms (the speed ratio of fn to ref; > 1:
+    fn is faster), ``"n"``, ``"ref_n"`` (timed calls) and ``"rounds"``:
+    ``[(ms, ref_ms), ...]`` per round. ``timer`` replaces :func:`time_ms`
+    (same keyword arguments) in tests. Raises ValueError for ``rounds`` < 1.
+    """
+    rounds = int(rounds)
+    if rounds < 1:
+        raise ValueError(f"rounds={rounds}: must be >= 1")
+    timer = timer or time_ms
+    per = budget_ms / rounds
+    samples, ref_samples, per_round = [], [], []
+    for r in range(rounds):
+        warm = 3 if r == 0 else 1
+        tr = timer(ref, warmup=warm, budget_ms=per, min_repeat=min_repeat, max_repeat=max_repeat)
+        tf = timer(fn, warmup=warm, budget_ms=per, min_repeat=min_repeat, max_repeat=max_repeat)
+        ref_samples += tr["all"]
+        samples += tf["all"]
+        per_round.append((tf["ms"], tr["ms"]))
+    ms, ref_ms = statistics.median(samples), statistics.median(ref_samples)
+    return {"ms": ms, "ref_ms": ref_ms, "ratio": ref_ms / ms, "n": len(samples),
+            "ref_n": len(ref_samples), "rounds": per_round}
+
+
 def cublas_gemm(A, B, C):
     """A callable that runs cuBLAS C = A @ B (cupy.matmul, out=C).
 

@@ -72,8 +72,11 @@ def main():
         extras["mma_sync_probes"] = {dt: probes.mma_sync_probes(dt, GEMM_SHAPE) for dt in ("float16", "bfloat16")}
         for dt, r in extras["mma_sync_probes"].items():
             print(f"ch7 probes {dt}: " + ", ".join(f"{x['probe']}:{x['ratio']:.3f}" for x in r["rows"]), flush=True)
+    # a full run (not --quick) measured every shipped configuration of its chapters:
+    # their older records go, so none of a configuration the catalog no longer ships stays
+    full = () if args.quick else sorted({r["chapter"] for r in runs})
     data_path = results.merge(runs, slug, ceilings={k: ceil[k] for k in ("copy_GBps", "cublas_TFLOPs", "spec")},
-                              prov=prov)
+                              prov=prov, replace_chapters=full)
     if extras:
         data = results.load(slug)
         data.setdefault("extras", {}).update(extras)

@@ -118,6 +118,35 @@ def test_flop_and_byte_counts():
     assert roofline.intensity_min(4096, 4096, 4096) == pytest.approx(2 * 4096 ** 3 / (3 * 4096 ** 2 * 4))
 
 
+def test_time_pair_alternates_and_takes_medians_over_rounds():
+    calls = []
+    def fake_timer(fn, *, warmup, budget_ms, min_repeat, max_repeat):
+        calls.append((fn, warmup))
+        base = fn()                          # fn returns its "time"
+        drift = 1 + 0.1 * ((len(calls) - 1) // 2)  # the GPU slows down round after round
+        ts = [base * drift] * 3
+        return {"ms": ts[0], "all": ts, "n": 3}
+    t = timing.time_pair(lambda: 2.0, lambda: 1.0, rounds=3, budget_ms=90, timer=fake_timer)
+    # reference first in every round, then the kernel; warm-up 3 only in the first round
+    assert [w for _, w in calls] == [3, 3, 1, 1, 1, 1]
+    assert [c[0]() for c in calls] == [1.0, 2.0] * 3
+    assert t["n"] == t["ref_n"] == 9 and len(t["rounds"]) == 3
+    # both sides drift alike, so the ratio stays the true one (0.5), unlike a
+    # reference timed once before every kernel
+    assert t["ratio"] == pytest.approx(0.5) and t["ms"] == pytest.approx(2.2)
+    assert t["ratio"] == pytest.approx(t["ref_ms"] / t["ms"])
+    with pytest.raises(ValueError, match="rounds=0"):
+        timing.time_pair(lambda: 1.0, lambda: 1.0, rounds=0, timer=fake_timer)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "3"])
+def test_bench_refuses_bad_rounds_before_the_gpu(bad):
+    with pytest.raises(ValueError, match="rounds="):
+        bench.gemm(["naive_xfirst"], (256, 256, 256), rounds=bad)
+    with pytest.raises(ValueError, match="rounds="):
+        bench.transpose(["transpose_naive"], (256, 256), rounds=bad)
+
+
 def test_tolerances_ordered_by_precision():
     t = verify.TOLERANCE
     assert t["float32"] < t["tf32"] <= t["float16"] < t["bfloat16"] <= 1e-2
@@ -208,6 +237,19 @@ def test_merge_stamps_each_record_with_the_run_that_measured_it(tmp_path, monkey
     assert stamps == {"k1": "aaa", "k7": "bbb"}
     assert results.runs_by_commit(data) == {"aaa": [1], "bbb": [7]}
     assert "aaa: 1" in results.describe(new, data) and "bbb: 7" in results.describe(new, data)
+
+
+def test_merge_replaces_whole_chapters_when_asked(tmp_path, monkeypatch):
+    monkeypatch.setattr(results, "path", lambda slug=results.DEFAULT_SLUG: tmp_path / f"{slug}.json")
+    rec = lambda ch, k, v: {"chapter": ch, "kernel": k, "params": {"X": v}, "dtype": "float32",  # noqa: E731
+                            "shape": [1, 1, 1], "value": 1.0}
+    results.save({"provenance": {"commit": "aaa"}, "ceilings": {}, "runs": [rec(5, "k5", 1), rec(7, "k7", 1),
+                                                                             rec(7, "k7", 2)]}, "t")
+    results.merge([rec(7, "k7", 3)], "t", prov={"commit": "bbb"})          # default: add, keep the rest
+    assert len(results.load("t")["runs"]) == 4
+    results.merge([rec(7, "k7", 4)], "t", prov={"commit": "ccc"}, replace_chapters=[7])
+    kept = {(r["chapter"], r["params"]["X"]) for r in results.load("t")["runs"]}
+    assert kept == {(5, 1), (7, 4)}      # chapter 7's stale X=1..3 are gone, chapter 5 untouched
 
 
 def test_committed_kernel_listings_match_the_kernel_files():
