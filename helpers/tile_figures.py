@@ -429,7 +429,8 @@ ST_NOISE = 0.15     # tolerated store-side excess, as a fraction of the store in
 
 
 def counter_agrees(metric: str, model: int, measured: dict) -> bool:
-    """Whether Nsight Compute's ``measured`` counters (one launch) agree with
+    """Whether Nsight Compute's ``measured`` counters (each the minimum over the
+    variant's launches, see scripts/ncu_banks.py) agree with
     the model's value ``model`` of ``metric``: exactly, except for the store
     conflicts. On the H200, ncu reports a few store wavefronts beyond the
     access pattern's that change from run to run of the same kernel (3-14 %

@@ -48,3 +48,34 @@ def test_command_line_requires_out_unless_child():
     assert ncu_tool.command_line("doc", argv=["--child", "plan.json"]).child == "plan.json"
     with pytest.raises(SystemExit):
         ncu_tool.command_line("doc", argv=[])
+
+
+def test_ncu_banks_keeps_each_counters_minimum_over_two_launches(tmp_path, monkeypatch):
+    """Every variant is profiled twice; a one-launch excess (seen on the H200)
+    must not reach the JSON, and both launches stay on record."""
+    import json
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import ncu_banks
+
+    def fake_profile(ncu, script, items, regex, metrics):
+        launches = []
+        for i, it in enumerate(items):
+            m = dict(ncu_banks.predict(it))
+            if it["launch"] == 0 and it["name"] == "transpose_shared/PAD0":
+                m = {k: v + 3 for k, v in m.items()}          # one launch reports 3 extra events
+            launches.append({"id": i, "kernel": it["entry"], "metrics": m})
+        return {"launches": launches, "returncode": 0, "stdout": "", "stderr": "", "command": "ncu ..."}
+
+    monkeypatch.setattr(ncu_banks.ncu_tool, "find", lambda explicit=None: "/fake/ncu")
+    monkeypatch.setattr(ncu_banks.ncu_tool, "profile", fake_profile)
+    monkeypatch.setattr(ncu_banks.ncu_tool, "provenance", lambda ncu: {"ncu": "fake"})
+    out = tmp_path / "b.json"
+    monkeypatch.setattr(sys, "argv", ["ncu_banks.py", "--out", str(out)])
+    assert ncu_banks.main() == 0
+    doc = json.loads(out.read_text())
+    t = doc["_meta"]["variants"]["transpose_shared/PAD0"]
+    assert t["match"] and len(t["launches"]) == ncu_banks.LAUNCHES == 2
+    assert t["launches"][0]["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"] == 1015808 + 3
+    assert doc["transpose_shared/PAD0"]["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"] == 1015808
+    assert all(v["match"] for v in doc["_meta"]["variants"].values())
