@@ -131,7 +131,7 @@ def main() -> int:
     items = plan(tuple(a.shape))
     # The whole plan twice: every variant is profiled in two launches and each counter
     # keeps the smaller value. On the H200 ncu now and then reports a few extra events
-    # for one launch (2026-11-29: +3 conflicts on the 1,015,808 of the padded-less
+    # for one launch (2026-11-29: +3 conflicts on the 1,015,808 of the unpadded
     # transpose in one run; +32,768 conflict-free loads on a swizzled GEMM in another)
     # that the next launch of the same kernel does not repeat; both launches are kept
     # in _meta.variants[name]["launches"].
