@@ -43,11 +43,6 @@ def _recorded(spec, p, dtype, shape, metric, reference):
     return {**r, "title": spec.title, "source": "recorded"}
 
 
-def _check_rounds(rounds) -> None:
-    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
-        raise ValueError(f"rounds={rounds!r}: must be an integer >= 1")
-
-
 def gemm(items, shape=(4096, 4096, 4096), dtype: str | None = None, verify_each: bool = True,
          rounds: int = 3) -> list:
     """Measure GEMM kernels; ``items`` are catalog keys or (key, params) pairs.
@@ -65,7 +60,7 @@ def gemm(items, shape=(4096, 4096, 4096), dtype: str | None = None, verify_each:
     cfgs = _configs(items)
     dtype = dtype or cfgs[0][0].dtype
     M, N, K = shape
-    _check_rounds(rounds)
+    timing.check_rounds(rounds)
     if not gpu.live():
         return [_recorded(s, p, dtype, shape, "TFLOP/s", "cuBLAS") for s, p in cfgs]
     cp = gpu.cupy()
@@ -108,7 +103,7 @@ def transpose(items, shape=(4096, 4096), rounds: int = 3) -> list:
     """
     cfgs = _configs(items)
     R, Cc = shape
-    _check_rounds(rounds)
+    timing.check_rounds(rounds)
     if not gpu.live():
         return [_recorded(s, p, "float32", shape, "GB/s", "cudaMemcpy D2D") for s, p in cfgs]
     cp = gpu.cupy()

@@ -99,14 +99,14 @@ def mma_sync_probes(dtype: str = "float16", shape=(4096, 4096, 4096), rounds: in
     Args:
         dtype: "float16" or "bfloat16" (picks ``mma_sync_f16`` / ``mma_sync_bf16``).
         shape: (M, N, K).
-        rounds: the ladder is timed this many times, interleaved; each row
-            reports medians over the rounds.
+        rounds: each rung is timed against cuBLAS in this many alternating
+            rounds (:func:`helpers.timing.time_pair`); rows report medians.
         params: overrides of the kernel's default tile parameters
             (``LOAD_SPREAD`` must stay 1: the probes live in that loop).
 
     Returns ``{"rows": [...], "power": PowerSampler.summary(), "params", "dtype", "shape"}``;
     each row has ``probe``, ``label``, ``stage`` (what the rung drops),
-    ``ms``, ``TFLOP/s``, ``cuBLAS TFLOP/s``, ``ratio`` (to cuBLAS, per round, median)
+    ``ms``, ``TFLOP/s``, ``cuBLAS TFLOP/s``, ``ratio`` (median cuBLAS time over median rung time)
     and ``saves`` (ratio gained over the previous rung).
     Raises ValueError for bad parameters, RuntimeError without a GPU,
     WrongResult if rung 0 is wrong.
@@ -114,8 +114,7 @@ def mma_sync_probes(dtype: str = "float16", shape=(4096, 4096, 4096), rounds: in
     key = {"float16": "mma_sync_f16", "bfloat16": "mma_sync_bf16"}.get(dtype)
     if key is None:
         raise ValueError(f"dtype={dtype!r}: must be 'float16' or 'bfloat16'")
-    if int(rounds) < 1:
-        raise ValueError(f"rounds={rounds!r}: must be >= 1")
+    timing.check_rounds(rounds)
     spec = catalog.get(key)
     p = spec.params(**params)
     if p.get("LOAD_SPREAD") != 1:
@@ -129,22 +128,15 @@ def mma_sync_probes(dtype: str = "float16", shape=(4096, 4096, 4096), rounds: in
     builds[0](A, B, C, M, N, K)
     verify.check(C, verify.reference_gemm(A, B), dtype, f"{key} {p}")
     fl = timing.gemm_flops(M, N, K)
-    ms = [[] for _ in LADDER]
-    ref = [[] for _ in LADDER]
     blas = timing.cublas_gemm(A, B, C)
-    with PowerSampler() as ps:
-        for _ in range(int(rounds)):
-            for i, L in enumerate(builds):
-                ms[i].append(timing.time_ms(lambda L=L: L(A, B, C, M, N, K))["ms"])
-                ref[i].append(timing.time_ms(blas)["ms"])
+    with PowerSampler() as ps:        # each rung against its own cuBLAS runs, alternated
+        times = [timing.time_pair(lambda L=L: L(A, B, C, M, N, K), blas, rounds=rounds) for L in builds]
     rows, prev = [], None
-    for (n, label, stage), t, r in zip(LADDER, ms, ref):
-        ratio = statistics.median(b / a for a, b in zip(t, r))
-        rows.append({"probe": n, "label": label, "stage": stage, "ms": statistics.median(t),
-                     "TFLOP/s": timing.tflops(fl, statistics.median(t)),
-                     "cuBLAS TFLOP/s": timing.tflops(fl, statistics.median(r)), "ratio": ratio,
-                     "saves": None if prev is None else ratio - prev})
-        prev = ratio
+    for (n, label, stage), t in zip(LADDER, times):
+        rows.append({"probe": n, "label": label, "stage": stage, "ms": t["ms"],
+                     "TFLOP/s": timing.tflops(fl, t["ms"]), "cuBLAS TFLOP/s": timing.tflops(fl, t["ref_ms"]),
+                     "ratio": t["ratio"], "saves": None if prev is None else t["ratio"] - prev})
+        prev = t["ratio"]
     return {"rows": rows, "power": ps.summary(), "params": p, "dtype": dtype, "shape": list(shape)}
 
 

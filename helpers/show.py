@@ -12,12 +12,11 @@ so a committed notebook shows the same thing in both.
 """
 from __future__ import annotations
 
-import os
-
 import hashlib
 import html
 import itertools
 import json
+import os
 import re
 import sys
 from pathlib import Path

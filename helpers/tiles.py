@@ -203,4 +203,3 @@ def owner_warptile(p: dict, shape) -> np.ndarray:
 
 
 # Occupancy: helpers.launch.occupancy (one model for the whole book).
-

@@ -64,6 +64,12 @@ def time_ms(fn, *, warmup: int = 3, repeat: int | None = None, budget_ms: float 
     return {"ms": statistics.median(ts), "min": min(ts), "max": max(ts), "n": repeat, "all": ts}
 
 
+def check_rounds(rounds) -> None:
+    """ValueError unless ``rounds`` is an integer >= 1 (checked before any GPU work)."""
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
+        raise ValueError(f"rounds={rounds!r}: must be an integer >= 1")
+
+
 def time_pair(fn, ref, *, rounds: int = 3, budget_ms: float = 400.0, min_repeat: int = 2,
               max_repeat: int = 100, timer=None) -> dict:
     """Time ``fn`` and its reference ``ref`` in ``rounds`` alternating rounds.
@@ -80,11 +86,10 @@ def time_pair(fn, ref, *, rounds: int = 3, budget_ms: float = 400.0, min_repeat:
     round), ``"ratio"`` = ref_ms / ms (the speed ratio of fn to ref; > 1:
     fn is faster), ``"n"``, ``"ref_n"`` (timed calls) and ``"rounds"``:
     ``[(ms, ref_ms), ...]`` per round. ``timer`` replaces :func:`time_ms`
-    (same keyword arguments) in tests. Raises ValueError for ``rounds`` < 1.
+    (same keyword arguments) in tests. Raises ValueError for bad ``rounds``
+    (:func:`check_rounds`).
     """
-    rounds = int(rounds)
-    if rounds < 1:
-        raise ValueError(f"rounds={rounds}: must be >= 1")
+    check_rounds(rounds)
     timer = timer or time_ms
     per = budget_ms / rounds
     samples, ref_samples, per_round = [], [], []
