@@ -1,16 +1,45 @@
-"""Helpers for the Nine Heavens of GEMM book, one module per concept.
+"""Helpers of the Nine Heavens of GEMM book, in four layers (imports point only downward,
+checked by import-linter: see pyproject.toml and docs/architecture.md).
 
-gpu        is there a GPU (live mode) or not (recorded mode); its spec sheet
-compile    build kernels/*.cu with CuPy/NVRTC (cached), or check them with nvcc
-checks     preconditions: ValueError naming the parameter, its value and the rule
-catalog    every kernel variant: file, entry, parameters, launch geometry, rules
-launch     validate, compile, launch (nothing reaches the GPU before the checks)
-verify     random inputs, NaN-poisoned outputs, float64 reference, tolerances
-timing     CUDA-event timing, FLOP and byte counts, same-run references
-bench      measure a list of kernels live, or read results/<gpu>.json
-results    the recorded results file and its provenance
-roofline   measured ceilings and the roofline figure
-mapping    index maps of the one-output-per-thread kernels (heavens 1-2)
-sweep      parameter sweeps: static Plotly slider and live ipywidgets
-show       display figures, kernel sources and tables in notebooks and the book
+chapters/  one module per chapter: its catalog entries and the calls its notebook makes
+    common               banner, running table, live slider, roofline cell, shared rule helpers
+    ch00_measuring       transpose warm-up (copy, naive, shared, padded)
+    ch01_naive           naive GEMM, x-first vs y-first
+    ch02_vectorized      float4 loads, K-major B
+    ch03_smem_tiling     shared-memory tiles
+    ch04_bank_conflicts  padding, swizzle, transposed tiles; Nsight Compute bank counters
+    ch05_register_tiling register tiles, warp tiles, double buffering, cp.async
+    ch06_wmma            WMMA; the layout and fp16-accumulator pitfalls
+    ch07_mma_sync        mma.sync, ldmatrix, swizzle, multistage pipeline; the PROBE ladder
+figures/   every Plotly figure and every display
+    style                the shared look (colours, scales, compact arrays)
+    show                 display figures, kernel sources, tables, notes (live and in the book)
+    records              measurement records as tables and bars
+    roofline sweep mapping tiles banks fragments precision probes   the figures of each topic
+models/    pure Python/NumPy models of what the kernels do (no runtime, no Plotly)
+    raster               cdiv and the one block rasterisation
+    occupancy            theoretical occupancy (Occupancy Calculator model)
+    mapping              index maps of heavens 1-2
+    tiles                owners, staging, reuse, lane layout of heavens 3-5
+    banks                shared-memory banks and wavefronts; the chapter-0/4 bank predictions
+    fragments            mma.m16n8k16 fragments, ldmatrix, the XOR swizzle
+    mma_sync             geometry of 07_mma_sync.cu, ncu predictions, Tensor Core owner models
+    pipeline             NumPy replay of the Tensor Core kernels' data flow and pipeline hazards
+    precision            unit roundoff, the fp16 running sum
+runtime/   compile, check, launch, verify, time, record (no chapter knowledge, no Plotly)
+    gpu                  is there a GPU (live mode) or not (recorded mode); its spec sheet
+    compile              build kernels/*.cu with NVRTC (cached), or check them with nvcc; SASS counts
+    checks               preconditions: ValueError naming the parameter, its value and the rule
+    catalog              the Kernel class, the registry and get()
+    launch               validate, compile, launch; resources, owner check
+    verify               random inputs, NaN-poisoned outputs, float64 reference, tolerances
+    timing               CUDA-event timing, FLOP and byte counts, same-run references
+    bench                measure a list of kernels live, or read results/<gpu>.json
+    results              the results file, its provenance, the Nsight Compute artifacts
+    roofline             measured ceilings, arithmetic intensity
+    sweep                measure a kernel over its recorded sweep
+    ncu                  one Nsight Compute invocation and CSV parser for the ncu scripts
+    precision            fp16 accumulator and TF32 measurements
+    probes               the PROBE ladder of chapter 7, with clock and power sampling
 """
+from . import chapters  # noqa: F401  (registers every chapter's kernels in runtime.catalog)

@@ -20,7 +20,7 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from helpers import gpu  # noqa: E402
+from helpers.runtime import gpu  # noqa: E402
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -37,7 +37,7 @@ def main(paths):
     if not gpu.live():
         sys.exit("execute_notebooks.py needs a GPU: committed outputs must come from a live run")
     paths = [Path(p) for p in paths] or sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
-    # Inherited by the kernels: no live ipywidgets controls (helpers.show.live_controls).
+    # Inherited by the kernels: no live ipywidgets controls (helpers.figures.show.live_controls).
     os.environ["GEMM_BOOK_BATCH"] = "1"
     total, failed = 0.0, []
     for p in paths:

@@ -1,5 +1,5 @@
 """Shared-memory bank counters of the chapter-4 GEMMs, the chapter-0
-transposes and the bank probes: Nsight Compute against helpers/banks.py.
+transposes and the bank probes: Nsight Compute against helpers/models/banks.py.
 
 Usage (a GPU machine with Nsight Compute; reading counters may need root or
 NVreg_RestrictProfilingToAdminUsers=0):
@@ -13,9 +13,9 @@ The script runs itself under
         --log-file <tmp.csv> --kernel-name regex:^(sgemm_tile1d|transpose_shared|bank_probe)$
         --metrics <METRICS> python scripts/ncu_banks.py --child <plan.json>
 
-and the child launches every variant of :func:`plan` in order, the whole plan
+and the child launches every variant of ``ncu_plan`` (helpers/chapters/ch04_bank_conflicts.py) in order, the whole plan
 twice (``LAUNCHES``), through
-the book's helpers (helpers.launch: the catalog's rules and -D parameters,
+the book's helpers (helpers.runtime.launch: the catalog's rules and -D parameters,
 CuPy/NVRTC), checking each result. The parent parses ncu's CSV (one row per
 launch and metric), pairs launches with the plan in order (kernel names are
 checked), keeps each counter's minimum over a variant's launches, and writes JSON::
@@ -29,7 +29,7 @@ checked), keeps each counter's minimum over a variant's launches, and writes JSO
 Variants: ``tile1d_<layout>/BK<bk>[_PAD<p>][_TN<tn>]`` (GEMM at --shape),
 ``transpose_shared/PAD<p>`` (1024 x 1024, TILE 32, BLOCK_ROWS 8: the shape of
 the H200 anchor), ``probe/<pattern>`` (one warp, REPS loads; see
-helpers/banks.py PROBES). tests/gpu/test_banks_ncu.py asserts model == ncu.
+helpers/models/banks.py PROBES). tests/gpu/test_banks_ncu.py asserts model == ncu.
 
 Exit status: 0 when ncu ran and the JSON was written (the last line says how
 many counters matched the model), 1 when ncu is missing or failed.
@@ -43,53 +43,20 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from helpers import banks, ncu as ncu_tool  # noqa: E402  (after the path set-up)
+from helpers.chapters.ch04_bank_conflicts import TRANSPOSE_SHAPE, ncu_plan, ncu_predict  # noqa: E402
+from helpers.models import banks  # noqa: E402  (after the path set-up)
+from helpers.runtime import catalog, compile as kc, gpu, launch, ncu as ncu_tool, verify  # noqa: E402
 
 METRICS = list(banks.METRICS)
 EXTRA_METRICS = ["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
                  "smsp__inst_executed_op_shared_st.sum"]        # recorded, not modelled
 KERNEL_REGEX = "regex:^(sgemm_tile1d|transpose_shared|bank_probe)$"
-TRANSPOSE_SHAPE = (1024, 1024)
 LAUNCHES = 2     # profiled launches per variant; each counter keeps the minimum (see main)
-PROBE_REPS = 1   # ncu counted one LDS per probe launch on the H200 whatever reps was (2026-11-29 run)
-
-
-def plan(shape) -> list[dict]:
-    """The launches, in order: {"name", "key", "params", "shape", "entry"}."""
-    out = []
-
-    def gemm(key, **p):
-        tag = "_".join(f"{k}{v}" for k, v in p.items())
-        out.append({"name": f"{key}/{tag}", "key": key, "params": p, "shape": list(shape),
-                    "entry": "sgemm_tile1d"})
-
-    for bk in (16, 32):
-        gemm("tile1d_conflict", BK=bk)
-        for pad in (1, 2, 4):
-            gemm("tile1d_padded", BK=bk, PAD=pad)
-        gemm("tile1d_swizzle", BK=bk)
-        for pad in (0, 1, 2):
-            gemm("tile1d_transposed", BK=bk, PAD=pad)
-    gemm("tile1d_swizzle", BK=32, TN=16)
-    for key, pad in (("transpose_shared", 0), ("transpose_padded", 1)):
-        out.append({"name": f"transpose_shared/PAD{pad}", "key": key, "params": {"TILE": 32, "BLOCK_ROWS": 8},
-                    "shape": list(TRANSPOSE_SHAPE), "entry": "transpose_shared"})
-    for name in banks.PROBES:
-        out.append({"name": f"probe/{name}", "key": "probe", "params": {"pattern": name, "reps": PROBE_REPS},
-                    "shape": [], "entry": "bank_probe"})
-    return out
-
-
-def predict(item) -> dict:
-    if item["key"] == "probe":
-        return banks.predict_probe(item["params"]["pattern"], item["params"]["reps"])
-    return banks.predict(item["key"], item["params"], tuple(item["shape"]))
 
 
 # ------------------------------------------------------------------ child: the launches
 def child(plan_file: str) -> None:
     import numpy as np
-    from helpers import catalog, compile as kc, gpu, launch, verify
     cp = gpu.cupy()
     for it in json.loads(Path(plan_file).read_text()):
         if it["key"] == "probe":
@@ -128,7 +95,7 @@ def main() -> int:
     if not ncu:
         print("ncu_banks: Nsight Compute (ncu) not found; nothing measured", file=sys.stderr)
         return 1
-    items = plan(tuple(a.shape))
+    items = ncu_plan(tuple(a.shape))
     # The whole plan twice: every variant is profiled in two launches and each counter
     # keeps the smaller value. On the H200 ncu now and then reports a few extra events
     # for one launch (2026-11-29: +3 conflicts on the 1,015,808 of the unpadded
@@ -152,7 +119,7 @@ def main() -> int:
         per_launch.setdefault(it["name"], (it, []))[1].append(L["metrics"])
     doc, meta, matched, differ = {}, {}, 0, 0
     for name, (it, runs) in per_launch.items():
-        pred = predict(it)
+        pred = ncu_predict(it)
         got = {m: min(r[m] for r in runs if isinstance(r.get(m), (int, float)))
                for m in runs[0] if any(isinstance(r.get(m), (int, float)) for r in runs)}
         doc[name] = got

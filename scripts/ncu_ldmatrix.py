@@ -18,7 +18,7 @@ where the child launches, once each and in this order: gemm_mma_sync
 512^3), checking each result against cuBLAS. The parent parses the CSV (one
 row per kernel launch and metric), pairs the launches with the plan in order,
 and writes JSON: for every launch the measured counters, the model's
-prediction (helpers/fragments.py: predict_ncu_mma_sync,
+prediction (helpers/models/mma_sync.py: predict_ncu_mma_sync,
 predict_ncu_wmma_ldsm) and their comparison; plus metrics this ncu does not
 know (queried with ``ncu --query-metrics``), the exact ncu command, and
 provenance. tests/gpu/test_swizzle_ncu.py asserts on that JSON.
@@ -35,7 +35,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from helpers import ncu as ncu_tool  # noqa: E402  (after the path set-up)
+from helpers.chapters import ch07_mma_sync as ch7  # noqa: E402  (after the path set-up)
+from helpers.models import mma_sync  # noqa: E402
+from helpers.runtime import catalog, gpu, launch, ncu as ncu_tool, verify  # noqa: E402
 
 METRICS = [
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
@@ -54,23 +56,20 @@ KERNEL_REGEX = "regex:^gemm_(mma_sync|wmma)$"
 
 
 def plan(shape) -> list:
-    """The launches, in order: helpers.fragments.ncu_plan with the shape attached."""
-    from helpers import fragments
-    return [{**it, "shape": shape} for it in fragments.ncu_plan(shape)]
+    """The launches, in order: helpers.chapters.ch07_mma_sync.ncu_plan with the shape attached."""
+    return [{**it, "shape": shape} for it in ch7.ncu_plan(shape)]
 
 
 def predict(item) -> dict:
-    from helpers import fragments
     shape = tuple(item["shape"])
     if item["key"].startswith("mma_sync"):
-        return fragments.predict_ncu_mma_sync(item["params"], shape)
-    return fragments.predict_ncu_wmma_ldsm(item["params"], shape)
+        return mma_sync.predict_ncu_mma_sync(item["params"], shape)
+    return mma_sync.predict_ncu_wmma_ldsm(item["params"], shape)
 
 
 # ------------------------------------------------------------------ child: the launches
 def child(plan_file: str) -> None:
     import numpy as np
-    from helpers import catalog, gpu, launch, verify
     cp = gpu.cupy()
     items = json.loads(Path(plan_file).read_text())
     rng = np.random.default_rng(0)

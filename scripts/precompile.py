@@ -7,7 +7,7 @@ configuration, the instrumented RECORD_OWNER builds, a sample of slider
 combinations). CuPy caches compiled modules on disk (``~/.cupy/kernel_cache``
 or ``$CUPY_CACHE_DIR``) keyed by source and options, so compiling them once
 here, one process per CPU core, makes every later step load from the cache.
-The options are built exactly as helpers.launch.prepare builds them.
+The options are built exactly as helpers.runtime.launch.prepare builds them.
 """
 import argparse
 import os
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def jobs(combos: int):
-    from helpers import catalog, gpu
+    from helpers.runtime import catalog, gpu
     limit = gpu.device_info()["smem_per_block_optin"]
     out = set()
     for key, spec in catalog.KERNELS.items():
@@ -29,7 +29,7 @@ def jobs(combos: int):
             out.add((spec.file, spec.entry, tuple(sorted(d.items()))))
             if spec.owner is not None:
                 out.add((spec.file, spec.entry, tuple(sorted({**d, "RECORD_OWNER": 1}.items()))))
-    from helpers import probes          # chapter 7's leave-one-stage-out builds (defaults only)
+    from helpers.runtime import probes          # chapter 7's leave-one-stage-out builds (defaults only)
     for key in ("mma_sync_f16", "mma_sync_bf16"):
         spec = catalog.get(key)
         for n, _, _ in probes.LADDER[1:]:
@@ -38,7 +38,7 @@ def jobs(combos: int):
 
 
 def compile_one(job):
-    from helpers import compile as kc
+    from helpers.runtime import compile as kc
     file, entry, defines = job
     t0 = time.time()
     try:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from helpers import bench, catalog, gpu, results, roofline, sweep, timing, verify  # noqa: E402
+from helpers.runtime import bench, catalog, gpu, results, roofline, sweep, timing, verify  # noqa: E402
 
 GEMM_SHAPE = (4096, 4096, 4096)
 T_SHAPE = (4096, 4096)
@@ -64,11 +64,11 @@ def main():
     if args.chapters is None or 0 in args.chapters:
         extras["timing_rules"] = timing.rule_demos()
     if args.chapters is None or 6 in args.chapters or 7 in args.chapters:
-        from helpers import precision
+        from helpers.runtime import precision
         extras["tf32_vs_fp32"] = precision.tf32_vs_fp32(4096)
         extras["fp16_accumulator"] = precision.fp16_accumulator_demo()
     if args.chapters is None or 7 in args.chapters:
-        from helpers import probes
+        from helpers.runtime import probes
         extras["mma_sync_probes"] = {dt: probes.mma_sync_probes(dt, GEMM_SHAPE) for dt in ("float16", "bfloat16")}
         for dt, r in extras["mma_sync_probes"].items():
             print(f"ch7 probes {dt}: " + ", ".join(f"{x['probe']}:{x['ratio']:.3f}" for x in r["rows"]), flush=True)

@@ -3,7 +3,7 @@
 Usage (a GPU machine): ``python scripts/rounds_check.py``
 
 Times the chapter-5 cp_async kernel (fp32) and WMMA / mma.sync (fp16, bf16)
-at 4096^3 with :func:`helpers.bench.gemm` for rounds = 1 (cuBLAS timed once,
+at 4096^3 with :func:`helpers.runtime.bench.gemm` for rounds = 1 (cuBLAS timed once,
 then the kernel), 3 and 5 (cuBLAS and the kernel alternated; medians over
 all rounds), twice over, in one process. Prints one line per measurement:
 kernel TFLOP/s / cuBLAS TFLOP/s = ratio. Quoted in chapter 7 and in
@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from helpers import bench, gpu  # noqa: E402
+from helpers.runtime import bench, gpu  # noqa: E402
 
 SHAPE = (4096, 4096, 4096)
 

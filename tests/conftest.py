@@ -11,11 +11,11 @@ GPU_DIR = Path(__file__).resolve().parent / "gpu"
 
 def _gpu_live() -> tuple[bool, str]:
     try:
-        from helpers import gpu
+        from helpers.runtime import gpu
         if gpu.live():
             return True, ""
     except Exception as e:  # helpers broken or absent: tests of it will say so
-        return False, f"helpers.gpu could not tell ({type(e).__name__}: {e})"
+        return False, f"helpers.runtime.gpu could not tell ({type(e).__name__}: {e})"
     return False, ("no CUDA GPU visible (cupy.cuda.is_available() is False, "
                    "or GEMM_BOOK_FORCE_RECORDED=1): GPU tests run on the GPU runner")
 

@@ -1,4 +1,4 @@
-"""Unit tests of helpers/banks.py (the shared-memory bank model) and of the
+"""Unit tests of helpers/models/banks.py (the shared-memory bank model) and of the
 chapter-4 catalog rules. CPU only; the SASS cross-check needs nvcc and
 cuobjdump and skips without them. The model against Nsight Compute on a GPU:
 tests/gpu/test_banks_ncu.py."""
@@ -7,9 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import banks, catalog
-from helpers import compile as kc
-from helpers.banks import LD_CONFLICTS, LD_INSTRUCTIONS, LD_WAVEFRONTS, ST_CONFLICTS
+from helpers.chapters import ch04_bank_conflicts as ch4
+from helpers.models import banks
+from helpers.models.banks import LD_CONFLICTS, LD_INSTRUCTIONS, LD_WAVEFRONTS, ST_CONFLICTS
+from helpers.runtime import catalog, compile as kc
+
+
+def _full(key, p):
+    """Every -D value of catalog entry ``key`` with ``p`` (what helpers.models.banks takes)."""
+    return catalog.get(key).full(p)
 
 
 def lanes(f):
@@ -139,35 +145,35 @@ def test_transpose_anchor_h200():
     padded to 33 columns, 0. That is transpose_shared (TILE 32, BLOCK_ROWS 8)
     on a 1024 x 1024 matrix: 1024 blocks x 8 warps x 4 loads = 32,768."""
     p = {"TILE": 32, "BLOCK_ROWS": 8}
-    r = banks.predict("transpose_shared", p, (1024, 1024))
+    r = banks.predict("transpose_shared", _full("transpose_shared", p), (1024, 1024))
     assert r[LD_INSTRUCTIONS] == 32768
     assert r[LD_WAVEFRONTS] == 1048576
     assert r[LD_CONFLICTS] == 1015808
     assert r[ST_CONFLICTS] == 0
     assert r[LD_CONFLICTS] == r[LD_WAVEFRONTS] - r[LD_INSTRUCTIONS]
-    q = banks.predict("transpose_padded", p, (1024, 1024))
+    q = banks.predict("transpose_padded", _full("transpose_padded", p), (1024, 1024))
     assert q[LD_CONFLICTS] == 0 and q[LD_WAVEFRONTS] == 32768 and q[LD_INSTRUCTIONS] == 32768
-    big = banks.predict("transpose_shared", p, (4096, 4096))          # 16x the tiles
+    big = banks.predict("transpose_shared", _full("transpose_shared", p), (4096, 4096))          # 16x the tiles
     assert big[LD_INSTRUCTIONS] == 16 * 32768 and big[LD_CONFLICTS] == 16 * 1015808
 
 
 def test_transpose_model_needs_whole_tiles():
     with pytest.raises(ValueError, match="ROWS=1000"):
-        banks.predict("transpose_shared", {"TILE": 32, "BLOCK_ROWS": 8}, (1000, 1024))
+        banks.predict("transpose_shared", _full("transpose_shared", {"TILE": 32, "BLOCK_ROWS": 8}), (1000, 1024))
 
 
 def test_transpose_access_maps():
-    col = banks.warp_access("transpose_shared", {"TILE": 32, "BLOCK_ROWS": 8}, "column")
+    col = banks.warp_access("transpose_shared", _full("transpose_shared", {"TILE": 32, "BLOCK_ROWS": 8}), "column")
     assert col["banks"] == [0] * 32 and col["cost"]["wavefronts"] == 32
-    row = banks.warp_access("transpose_shared", {"TILE": 32, "BLOCK_ROWS": 8}, "row")
+    row = banks.warp_access("transpose_shared", _full("transpose_shared", {"TILE": 32, "BLOCK_ROWS": 8}), "row")
     assert row["banks"] == list(range(32)) and row["cost"]["wavefronts"] == 1
-    pad = banks.warp_access("transpose_padded", {"TILE": 32, "BLOCK_ROWS": 8}, "column")
+    pad = banks.warp_access("transpose_padded", _full("transpose_padded", {"TILE": 32, "BLOCK_ROWS": 8}), "column")
     assert pad["banks"] == list(range(32))
 
 
 # ------------------------------------------------------------------ chapter 4 variants
 def cost(key, access, **p):
-    return banks.warp_access(key, p, access)["cost"]
+    return banks.warp_access(key, _full(key, p), access)["cost"]
 
 
 @pytest.mark.parametrize("bk,phases", [(32, [8, 8, 8, 8]), (16, [4, 4, 4, 4])])
@@ -198,8 +204,8 @@ def test_plus_one_padding_is_not_enough_for_bk16():
         assert cost("tile1d_padded", "A_store", BK=16, PAD=pad)["ways"] == 2
     assert cost("tile1d_swizzle", "A_store", BK=16)["ways"] == 1
     assert cost("tile1d_swizzle", "A_read", BK=16)["conflicts"] == 0
-    r1 = banks.predict("tile1d_padded", {"BK": 16, "PAD": 1}, (512, 512, 512))
-    rs = banks.predict("tile1d_swizzle", {"BK": 16}, (512, 512, 512))
+    r1 = banks.predict("tile1d_padded", _full("tile1d_padded", {"BK": 16, "PAD": 1}), (512, 512, 512))
+    rs = banks.predict("tile1d_swizzle", _full("tile1d_swizzle", {"BK": 16}), (512, 512, 512))
     assert r1[ST_CONFLICTS] > 0 and rs[ST_CONFLICTS] == 0
     assert r1[LD_INSTRUCTIONS] > rs[LD_INSTRUCTIONS]
 
@@ -217,18 +223,18 @@ def test_b_reads_are_packed_half_warp_broadcasts():
 
 def test_predict_totals_are_per_tile_counts_times_tiles():
     key, p = "tile1d_conflict", {"BK": 32}
-    one = banks.predict(key, p, (64, 64, 32))                          # one block, one k tile
+    one = banks.predict(key, _full(key, p), (64, 64, 32))                          # one block, one k tile
     assert one[LD_INSTRUCTIONS] == 16 * (8 + 64)                       # 16 warps x (A + B reads)
     assert one[LD_WAVEFRONTS] == 16 * (8 * 32 + 64 * 2)
-    many = banks.predict(key, p, (200, 130, 70))                       # 4 x 3 blocks, 3 k tiles
+    many = banks.predict(key, _full(key, p), (200, 130, 70))                       # 4 x 3 blocks, 3 k tiles
     assert many[LD_INSTRUCTIONS] == one[LD_INSTRUCTIONS] * 4 * 3 * 3
 
 
 def test_model_needs_a_known_kernel():
     with pytest.raises(KeyError, match="no bank model"):
-        banks.predict("naive_yfirst", {}, (64, 64, 64))
+        banks.predict("naive_yfirst", _full("naive_yfirst", {}), (64, 64, 64))
     with pytest.raises(ValueError, match="access="):
-        banks.warp_access("tile1d_conflict", {}, "diagonal")
+        banks.warp_access("tile1d_conflict", _full("tile1d_conflict", {}), "diagonal")
 
 
 def test_probe_predictions():
@@ -261,7 +267,7 @@ def test_tile1d_rules_name_the_parameter(key):
 
 def test_tile1d_rule_functions_directly():
     """Rules that the slider choices cannot reach still say what is wrong."""
-    rules = catalog._tile1d_rules
+    rules = ch4._tile1d_rules
     base = {"BM": 64, "BN": 64, "BK": 32, "TN": 8}
     for bad, name in [({"BM": 40}, "BM"), ({"TN": 6}, "TN"), ({"BN": 72}, "BN")]:
         failed = [r for r in rules({**base, **bad}, (1, 1, 1)) if not r[0]]
@@ -273,7 +279,7 @@ def test_tile1d_every_shipped_config_is_valid_and_modelled():
         spec = catalog.get(key)
         for p in spec.configs():
             spec.validate(p, (1023, 1025, 999))
-            r = banks.predict(key, p, (512, 512, 512))
+            r = banks.predict(key, _full(key, p), (512, 512, 512))
             assert r[LD_WAVEFRONTS] >= r[LD_INSTRUCTIONS] > 0
 
 
@@ -285,7 +291,7 @@ SASS_CASES = [("tile1d_conflict", {"BK": 32}), ("tile1d_conflict", {"BK": 16}),
               ("transpose_padded", {"TILE": 32, "BLOCK_ROWS": 8})]
 
 
-@pytest.mark.skipif(banks.cuobjdump_path() is None or kc.nvcc_path() is None,
+@pytest.mark.skipif(kc.cuobjdump_path() is None or kc.nvcc_path() is None,
                     reason="needs nvcc and cuobjdump (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
 @pytest.mark.parametrize("key,p", SASS_CASES)
 def test_model_counts_the_instructions_the_compiler_emits(key, p):
@@ -294,6 +300,6 @@ def test_model_counts_the_instructions_the_compiler_emits(key, p):
     body appears once in the binary and nothing else touches shared memory."""
     spec = catalog.get(key)
     q = spec.params(**p)
-    got = banks.sass_shared_ops(spec.file, spec.entry, spec.defines(q), "sm_90")
-    want = banks.static_shared_ops(key, q)
+    got = kc.sass_shared_ops(spec.file, spec.entry, spec.defines(q), "sm_90")
+    want = banks.static_shared_ops(key, _full(key, q))
     assert got == want, (got, want)

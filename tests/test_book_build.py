@@ -7,7 +7,7 @@ Two books are built, once each per test session (module-scoped fixtures):
   are left out of that build (through ``--toc`` with a filtered copy) and
   reported by ``test_toc_files_exist`` as a skip that names them;
 * a probe book: the real ``_config.yml`` and ``_ext/`` with one notebook,
-  executed here, that uses every display helper of ``helpers/show.py``
+  executed here, that uses every display helper of ``helpers/figures/show.py``
   (two Plotly figures, one with a slider, kernel source, a table, a note,
   math). It checks the figure pipeline even while no chapter has a figure.
 
@@ -370,7 +370,7 @@ def test_committed_notebooks_are_small_and_self_contained():
             problems.append(f"{nb.name}: carries ipywidgets state in its metadata "
                             "(JupyterLab: Settings > Save Widget State Automatically off, then clear it)")
         if "plotly.js v" in text:
-            problems.append(f"{nb.name}: has plotly.js embedded in an output (use helpers.show.figure)")
+            problems.append(f"{nb.name}: has plotly.js embedded in an output (use helpers.figures.show.figure)")
         if CDN_HINTS.search(text):
             problems.append(f"{nb.name}: refers to a CDN ({CDN_HINTS.search(text).group()})")
     assert not problems, "\n".join(problems)
@@ -450,7 +450,7 @@ def test_probe_builds_without_warnings(probe):
 
 
 def test_probe_figures_and_math_render_in_chromium(probe):
-    """helpers.show.figure output is drawn in the built book, offline."""
+    """helpers.figures.show.figure output is drawn in the built book, offline."""
     _need_browser()
     assert probe.returncode == 0, probe.log[-4000:]
     report = check_in_chromium(probe)

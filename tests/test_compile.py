@@ -9,7 +9,7 @@ checks that they do.
 """
 import pytest
 
-from helpers import catalog, compile as kc
+from helpers.runtime import catalog, compile as kc
 
 NVCC = kc.nvcc_path()
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc not found (PATH, $CUDA_PATH/bin, /usr/local/cuda/bin): "

@@ -1,4 +1,4 @@
-"""CPU tests of helpers/fragments.py and the chapter 6-7 catalog entries.
+"""CPU tests of helpers/models/fragments.py and the chapter 6-7 catalog entries.
 
 The fragment maps are checked against the PTX ISA formulas written out by
 hand, the ldmatrix emulation against the fragments it must produce, the
@@ -13,10 +13,10 @@ import itertools
 import numpy as np
 import pytest
 
-from helpers import catalog
-from helpers import fragments as F
+from helpers.models import fragments as F, mma_sync as mma, pipeline as pipe, raster
+from helpers.runtime import catalog, ncu as ncu_tool
 
-P07 = dict(F.MMA_TEACHING)   # the configuration these hand-derived numbers describe
+P07 = dict(mma.MMA_TEACHING)   # the configuration these hand-derived numbers describe
 P06 = dict(catalog.get("wmma_f16").defaults)
 
 
@@ -112,11 +112,11 @@ def _sweep_configs(key):
 
 @pytest.mark.parametrize("p", _sweep_configs("mma_sync_f16"), ids=str)
 def test_ldmatrix_phases_conflict_free_when_swizzled(p):
-    g = F.MmaSyncGeometry.of(p)
+    g = mma.MmaSyncGeometry.of(p)
     for warp in range(g.threads // 32):
         for ks in range(g.KK):
-            a, b = F.mma_sync_ldsm_offsets(g, warp, ks)
-            la, lb = F.mma_sync_ldsm_logical(g, warp, ks)
+            a, b = mma.mma_sync_ldsm_offsets(g, warp, ks)
+            la, lb = mma.mma_sync_ldsm_logical(g, warp, ks)
             for addr, (row, ch) in zip(a, la):         # the offsets are the swizzled logical rows
                 assert (addr == F.swizzle(row * g.RA + ch, g.RA, bool(g.SWIZZLE)) * 16).all()
             for addr, (row, ch) in zip(b, lb):
@@ -134,11 +134,11 @@ def test_ldmatrix_phases_conflict_free_when_swizzled(p):
 
 @pytest.mark.parametrize("p", _sweep_configs("mma_sync_f16"), ids=str)
 def test_cp_async_chunks_match_swizzle_and_never_conflict(p):
-    g = F.MmaSyncGeometry.of(p)
+    g = mma.MmaSyncGeometry.of(p)
     on = bool(g.SWIZZLE)
     seen_a, seen_b = set(), set()
     for tid in range(g.threads):
-        a, b = F._mma_sync_thread_offsets(g, tid)
+        a, b = mma.mma_sync_thread_offsets(g, tid)
         for i, (row, col, dst) in enumerate(a):        # kernel: swz(tid) + i*THREADS == swz(q)
             q = tid + i * g.threads
             assert (row, col) == (q // g.RA, (q % g.RA) * 8)
@@ -150,15 +150,15 @@ def test_cp_async_chunks_match_swizzle_and_never_conflict(p):
             assert dst == F.swizzle(q, g.RB, on) * 16
             seen_b.add(dst)
     assert len(seen_a) == g.BM * g.RA and len(seen_b) == g.BK * g.RB    # every chunk written once
-    prof = F.mma_sync_bank_profile(p)
+    prof = mma.mma_sync_bank_profile(p)
     assert prof["ldgsts_wavefronts"] == 4 * prof["ldgsts"]
 
 
 # ------------------------------------------------------------------ ncu predictions
 def test_predicted_counters_default_config():
     shape = (512, 512, 512)
-    on = F.predict_ncu_mma_sync(P07, shape)
-    off = F.predict_ncu_mma_sync({**P07, "SWIZZLE": 0}, shape)
+    on = mma.predict_ncu_mma_sync(P07, shape)
+    off = mma.predict_ncu_mma_sync({**P07, "SWIZZLE": 0}, shape)
     # by hand: 8 blocks x 16 k-tiles x 8 warps x 2 k16 steps x (4 A + 4 B) ldmatrix.x4
     n_ldsm = 8 * 16 * 8 * 2 * 8
     assert on["sm__sass_inst_executed_op_ldsm.sum"] == off["sm__sass_inst_executed_op_ldsm.sum"] == n_ldsm
@@ -169,29 +169,29 @@ def test_predicted_counters_default_config():
     # cp.async: (128*32 + 32*256) / 8 chunks per tile = 1536 -> 48 warp instructions;
     # LOAD_SPREAD=1 copies 16 tiles + 3 zero-filled ones past the end (STAGES - 1)
     assert on["sm__sass_inst_executed_op_ldgsts.sum"] == 8 * (16 + 3) * 48
-    burst = F.predict_ncu_mma_sync({**P07, "LOAD_SPREAD": 0}, shape)
+    burst = mma.predict_ncu_mma_sync({**P07, "LOAD_SPREAD": 0}, shape)
     assert burst["sm__sass_inst_executed_op_ldgsts.sum"] == 8 * 16 * 48
 
 
 def test_tiles_copied_and_chunk_ranges():
-    g = F.MmaSyncGeometry.of({**P07, "BK": 64})
+    g = mma.MmaSyncGeometry.of({**P07, "BK": 64})
     assert g.chunks == 12 and g.KK == 4
     assert [g.chunk_range(ks) for ks in range(4)] == [(0, 3), (3, 6), (6, 9), (9, 12)]
     assert g.tiles_copied(1) == 1 + 1 and g.tiles_copied(64) == 3 + 64
-    g0 = F.MmaSyncGeometry.of({**P07, "LOAD_SPREAD": 0})
+    g0 = mma.MmaSyncGeometry.of({**P07, "LOAD_SPREAD": 0})
     assert g0.tiles_copied(1) == 1 and g0.tiles_copied(2) == 2 and g0.tiles_copied(64) == 64
 
 
 def test_predicted_wmma_ldsm_padding():
     shape = (512, 512, 512)
-    assert F.predict_ncu_wmma_ldsm(P06, shape)["sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum"] == 0
-    assert F.predict_ncu_wmma_ldsm({**P06, "PAD": 0}, shape)[
+    assert mma.predict_ncu_wmma_ldsm(P06, shape)["sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum"] == 0
+    assert mma.predict_ncu_wmma_ldsm({**P06, "PAD": 0}, shape)[
         "sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum"] > 0
 
 
 # ------------------------------------------------------------------ emulation
 def _ref(A, B, dtype):
-    return F._round(A, dtype).astype(np.float64) @ F._round(B, dtype).astype(np.float64)
+    return pipe.round_to(A, dtype).astype(np.float64) @ pipe.round_to(B, dtype).astype(np.float64)
 
 
 def _rel(C, ref):
@@ -209,18 +209,18 @@ def test_mma_sync_emulation_computes_a_times_b(p, dtype):
     shape = (200, 264, 136)             # no dimension a multiple of its tile: every edge is exercised
     M, N, K = shape
     A, B = rng.standard_normal((M, K)), rng.standard_normal((K, N))
-    C, owner = F.emulate_mma_sync(A, B, p, dtype=dtype, record_owner=True)
+    C, owner = pipe.emulate_mma_sync(A, B, p, dtype=dtype, record_owner=True)
     assert not np.isnan(C).any()
     assert _rel(C, _ref(A, B, dtype)) < (2e-3 if dtype == "float16" else 1e-2)
-    assert (owner == F.owner_mma_sync(p, shape)).all()
+    assert (owner == mma.owner_mma_sync(p, shape)).all()
 
 
 def test_owner_model_follows_c_fragment_and_rasterization():
     p = {**P07, "GROUP_M": 2}
     shape = (512, 512, 32)
-    own = F.owner_mma_sync(p, shape)
+    own = mma.owner_mma_sync(p, shape)
     gm, gn = 4, 2
-    pm, pn = F.tile_of_block(np.arange(gm * gn), gm, gn, 2)
+    pm, pn = raster.tile_of_block(np.arange(gm * gn), gm, gn, 2)
     assert list(zip(pm.tolist(), pn.tolist()))[:4] == [(0, 0), (1, 0), (0, 1), (1, 1)]
     # element (g, 2t) of every m16n8 tile belongs to lane 4g + t of its warp
     for g_, t_ in [(0, 0), (3, 2), (7, 3)]:
@@ -236,10 +236,10 @@ def test_wmma_emulation_and_pitfalls():
     M, N, K = shape
     A, B = rng.standard_normal((M, K)), rng.standard_normal((K, N))
     ref = _ref(A, B, "float16")
-    C, owner = F.emulate_wmma(A, B, P06, record_owner=True)
+    C, owner = pipe.emulate_wmma(A, B, P06, record_owner=True)
     assert _rel(C, ref) < 2e-3
-    assert (owner == F.owner_wmma(P06, shape)).all()
-    wrong = F.emulate_wmma(A, B, P06, wrong_layout=True)
+    assert (owner == mma.owner_wmma(P06, shape)).all()
+    wrong = pipe.emulate_wmma(A, B, P06, wrong_layout=True)
     assert not np.isnan(wrong).any() and _rel(wrong, ref) > 0.5
     assert 0.5 < np.abs(wrong).std() / np.abs(ref).std() < 2     # plausible-looking magnitudes
 
@@ -249,24 +249,24 @@ def test_fp16_accumulator_model_loses_precision():
     p = {**P06, "BM": 64, "BN": 64, "WM": 32, "WN": 32}
     A, B = rng.uniform(0, 1, (64, 1024)), rng.uniform(0, 1, (1024, 64))
     ref = _ref(A, B, "float16")
-    e32 = _rel(F.emulate_wmma(A, B, p), ref)
-    e16 = _rel(F.emulate_wmma(A, B, p, acc_f16=True), ref)
+    e32 = _rel(pipe.emulate_wmma(A, B, p), ref)
+    e16 = _rel(pipe.emulate_wmma(A, B, p, acc_f16=True), ref)
     assert e16 > 3 * e32
 
 
 def test_pipeline_checker_catches_ordering_bugs():
-    pipe = F._Pipeline(2)
-    pipe.issue(0, lambda: None)
-    pipe.commit()
-    with pytest.raises(F.PipelineHazard, match="in flight"):
-        pipe.read(0)                       # no wait
-    pipe.wait(0)
-    with pytest.raises(F.PipelineHazard, match="barrier"):
-        pipe.read(0)                       # waited, but no barrier yet
-    pipe.barrier()
-    pipe.read(0)
-    with pytest.raises(F.PipelineHazard, match="refilled"):
-        pipe.issue(0, lambda: None)        # refill in the epoch it was read
+    ring = pipe._Pipeline(2)
+    ring.issue(0, lambda: None)
+    ring.commit()
+    with pytest.raises(pipe.PipelineHazard, match="in flight"):
+        ring.read(0)                       # no wait
+    ring.wait(0)
+    with pytest.raises(pipe.PipelineHazard, match="barrier"):
+        ring.read(0)                       # waited, but no barrier yet
+    ring.barrier()
+    ring.read(0)
+    with pytest.raises(pipe.PipelineHazard, match="refilled"):
+        ring.issue(0, lambda: None)        # refill in the epoch it was read
 
 
 # ------------------------------------------------------------------ catalog rules
@@ -309,7 +309,7 @@ def test_catalog_rules_imply_the_kernels_static_asserts():
         except ValueError:
             continue
         accepted += 1
-        F.MmaSyncGeometry.of(p)            # raises ValueError if a static_assert would fire
+        mma.MmaSyncGeometry.of(p)            # raises ValueError if a static_assert would fire
     assert accepted > 50
 
 
@@ -317,7 +317,9 @@ def test_chapter_6_7_entries():
     keys = {k.key for k in catalog.chapter(6) + catalog.chapter(7)}
     assert {"wmma_f16", "wmma_bf16", "wmma_wrong_layout_pitfall", "wmma_acc_f16_pitfall",
             "mma_sync_f16", "mma_sync_bf16"} <= keys
-    for k in catalog.PITFALLS:
+    pitfalls = {k for k, s in catalog.KERNELS.items() if s.pitfall}
+    assert pitfalls == {"cp_async_pitfall", "wmma_wrong_layout_pitfall", "wmma_acc_f16_pitfall"}
+    for k in pitfalls:
         assert "pitfall" in catalog.get(k).title.lower() and k.endswith("_pitfall")
     assert catalog.get("mma_sync_bf16").fixed == {"BF16": 1}
     assert 8 <= len(catalog.get("mma_sync_f16").sweep) <= 16
@@ -332,7 +334,7 @@ def test_cp_async_chunks_per_thread_rule():
         spec.validate(spec.params(BM=64, BN=256, BK=64, WM=64, WN=64, SWIZZLE=0), (4096, 4096, 4096))
 
 
-# ------------------------------------------------------------------ helpers/ncu.py + scripts/ncu_ldmatrix.py (CPU part)
+# ------------------------------------------------------------------ helpers/runtime/ncu.py + scripts/ncu_ldmatrix.py (CPU part)
 def test_ncu_csv_parsing_and_comparison(tmp_path):
     import importlib.util
     from pathlib import Path
@@ -350,7 +352,6 @@ def test_ncu_csv_parsing_and_comparison(tmp_path):
              row.format(id=1, m="l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", v="327680")]
     f = tmp_path / "ncu.csv"
     f.write_text("\n".join(lines) + "\n")
-    from helpers import ncu as ncu_tool
     launches = ncu_tool.parse_csv(str(f))
     assert [L["id"] for L in launches] == [0, 1]
     assert launches[0]["grid"] == "(2, 4, 1)" and launches[0]["kernel"] == "gemm_mma_sync"

@@ -5,7 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from helpers import bench, catalog, checks, compile as kc, launch, mapping, results, roofline, timing, verify
+from helpers.figures import show
+from helpers.models import mapping, occupancy as occ
+from helpers.runtime import bench, catalog, checks, compile as kc, gpu, launch, results, roofline, timing, verify
 
 
 # ---------------------------------------------------------------- checks / catalog
@@ -61,13 +63,13 @@ def test_prepare_refuses_before_touching_the_gpu():
 
 def test_occupancy_model():
     # 256 threads, 128 registers: 8 warps x 4096 regs = 32768 per block -> 2 blocks (65536 regs)
-    o = launch.occupancy(128, 256, 0, arch="sm_90")
+    o = occ.occupancy(128, 256, 0, arch="sm_90")
     assert o["blocks_per_sm"] == 2 and o["limited_by"] == "registers" and o["occupancy"] == 0.25
     # 32 registers, 256 threads, no smem: thread-limited at 8 blocks, 100 %
-    o = launch.occupancy(32, 256, 0, arch="sm_90")
+    o = occ.occupancy(32, 256, 0, arch="sm_90")
     assert o["blocks_per_sm"] == 8 and o["occupancy"] == 1.0
     # 100 KB of shared memory per block: 2 blocks fit in 228 KB (1 KB reserved per block)
-    o = launch.occupancy(32, 128, 100 * 1024, arch="sm_90")
+    o = occ.occupancy(32, 128, 100 * 1024, arch="sm_90")
     assert o["blocks_per_sm"] == 2 and o["limited_by"] == "shared memory"
 
 
@@ -205,7 +207,6 @@ def test_committed_results_have_provenance_and_honest_ratios():
 
 def test_recorded_mode_reads_results(monkeypatch):
     monkeypatch.setenv("GEMM_BOOK_FORCE_RECORDED", "1")
-    from helpers import gpu
     gpu.live.cache_clear()
     try:
         recs = bench.gemm(["naive_xfirst", "naive_yfirst"])
@@ -216,14 +217,12 @@ def test_recorded_mode_reads_results(monkeypatch):
 
 
 def test_slug():
-    from helpers import gpu
     assert gpu.slug("NVIDIA H200") == "h200"
     assert gpu.slug("NVIDIA A100-SXM4-80GB") == "a100-sxm4-80gb"
     assert gpu.slug("Tesla T4") == "t4"
 
 
 def test_merge_stamps_each_record_with_the_run_that_measured_it(tmp_path, monkeypatch):
-    from helpers import results
     monkeypatch.setattr(results, "path", lambda slug=results.DEFAULT_SLUG: tmp_path / f"{slug}.json")
     old = {"gpu": "G", "date": "2026-01-01", "commit": "aaa"}
     results.save({"provenance": old, "ceilings": {}, "runs": [
@@ -258,7 +257,6 @@ def test_committed_kernel_listings_match_the_kernel_files():
     import glob
     import re
     from pathlib import Path
-    from helpers import show
     stale = []
     for f in sorted(glob.glob(str(Path(__file__).resolve().parent.parent / "book" / "*.ipynb"))):
         for c in json.load(open(f))["cells"]:

@@ -1,10 +1,10 @@
-"""helpers/ncu.py without a GPU or ncu: the command it builds and the CSV it
+"""helpers/runtime/ncu.py without a GPU or ncu: the command it builds and the CSV it
 reads, with a stand-in ``ncu`` that writes two launches to --log-file and runs
 the child command it was given."""
 import stat
 import sys
 
-from helpers import ncu as ncu_tool
+from helpers.runtime import ncu as ncu_tool
 
 FAKE_NCU = r'''#!{python}
 import subprocess, sys
@@ -61,7 +61,7 @@ def test_ncu_banks_keeps_each_counters_minimum_over_two_launches(tmp_path, monke
     def fake_profile(ncu, script, items, regex, metrics):
         launches = []
         for i, it in enumerate(items):
-            m = dict(ncu_banks.predict(it))
+            m = dict(ncu_banks.ncu_predict(it))
             if it["launch"] == 0 and it["name"] == "transpose_shared/PAD0":
                 m = {k: v + 3 for k, v in m.items()}          # one launch reports 3 extra events
             launches.append({"id": i, "kernel": it["entry"], "metrics": m})

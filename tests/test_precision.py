@@ -1,5 +1,5 @@
-"""CPU tests of helpers/precision.py and of the chapter 6-7 notebook helpers
-added to helpers/fragments.py (figures, ncu table, resources, layout pitfall).
+"""CPU tests of helpers/runtime/precision.py and of the chapter 6-7 notebook helpers
+added to helpers/models/fragments.py (figures, ncu table, resources, layout pitfall).
 
 The GPU halves (the kernels of the fp16-accumulator demo, the TF32
 subprocess) run in the notebooks on a GPU; here the recorded paths are forced
@@ -12,8 +12,10 @@ import json
 import numpy as np
 import pytest
 
-from helpers import fragments as F
-from helpers import gpu, precision, results, show, verify
+from helpers.chapters import ch06_wmma as ch6, ch07_mma_sync as ch7
+from helpers.figures import fragments as frag_fig, precision as prec_fig, show
+from helpers.models import fragments as F, mma_sync as mma, precision as mprec
+from helpers.runtime import compile as kc, gpu, launch, precision, results, verify
 
 
 @pytest.fixture
@@ -47,16 +49,16 @@ def test_check_host_matches_verify_check_semantics():
 
 # ------------------------------------------------------------------ fp16 accumulator
 def test_fp16_sum_stalls_where_the_spacing_outgrows_the_addend():
-    e16 = precision.fp16_sum_emulation(65536, step=16)
+    e16 = mprec.fp16_sum_emulation(65536, step=16)
     assert e16["exact"] == 16384.0 and e16["final_fp32"] == 16384.0
     assert e16["final_fp16"] == 8192.0 and e16["stalls_at_k"] == 32768     # ulp(8192) = 8, +4 ties to even
-    e1 = precision.fp16_sum_emulation(65536, step=1)
+    e1 = mprec.fp16_sum_emulation(65536, step=1)
     assert e1["final_fp16"] == 512.0 and e1["stalls_at_k"] == 2048        # ulp(512) = 0.5, +0.25 ties
     assert e16["k"].dtype == np.int32 and e16["fp16"].dtype == np.float32
     assert e16["k"][-1] == 65536 and len(e16["k"]) == len(e16["fp16"]) == len(e16["fp32"])
-    assert precision.fp16_sum_emulation(1024, step=16)["stalls_at_k"] is None   # never stalls that early
+    assert mprec.fp16_sum_emulation(1024, step=16)["stalls_at_k"] is None   # never stalls that early
     with pytest.raises(ValueError, match="multiple of step"):
-        precision.fp16_sum_emulation(1000, step=16)
+        mprec.fp16_sum_emulation(1000, step=16)
 
 
 def test_fp16_accumulator_demo_without_gpu(recorded):
@@ -100,22 +102,22 @@ def test_tf32_inputs_are_identical_in_every_process():
 
 
 def test_fp16_accumulator_figure_is_small():
-    b = show.figure_bundle(precision.fp16_accumulator_figure())
+    b = show.figure_bundle(prec_fig.fp16_accumulator_figure())
     assert len(b["text/html"]) < 30_000
 
 
 # ------------------------------------------------------------------ fragments: notebook helpers
 def test_ldmatrix_phase_table_plain_conflicts_swizzle_none():
-    rows = {(r["layout"], r["operand"][0]): r for r in F.ldmatrix_phase_table()}
+    rows = {(r["layout"], r["operand"][0]): r for r in frag_fig.ldmatrix_phase_table()}
     assert [rows["plain row-major", "A"][f"phase {j}"] for j in range(4)] == [4] * 4      # BK=32: 64-byte rows
     assert [rows["plain row-major", "B"][f"phase {j}"] for j in range(4)] == [8] * 4      # BN=256: 512-byte rows
     assert rows["swizzled", "A"]["conflicts per instruction"] == 0
     assert rows["swizzled", "B"]["conflicts per instruction"] == 0
 
 
-@pytest.mark.parametrize("make", [F.figure_fragments, F.figure_swizzle,
-                                  lambda: F.figure_warp_tiles("wmma_f16"),
-                                  lambda: F.figure_warp_tiles("mma_sync_f16")])
+@pytest.mark.parametrize("make", [frag_fig.figure_fragments, frag_fig.figure_swizzle,
+                                  lambda: frag_fig.figure_warp_tiles("wmma_f16"),
+                                  lambda: frag_fig.figure_warp_tiles("mma_sync_f16")])
 def test_figures_build_and_stay_small(make):
     b = show.figure_bundle(make())
     assert len(b["text/html"]) < 40_000
@@ -123,7 +125,7 @@ def test_figures_build_and_stay_small(make):
 
 
 def test_fragment_figure_slider_outlines_each_lanes_elements():
-    fig = F.figure_fragments()
+    fig = frag_fig.figure_fragments()
     steps = fig.layout.sliders[0].steps
     assert len(steps) == 32
     x, y = steps[5].args[0]["x"], steps[5].args[0]["y"]
@@ -132,51 +134,50 @@ def test_fragment_figure_slider_outlines_each_lanes_elements():
 
 
 def test_swizzle_figure_titles_follow_the_model():
-    fig = F.figure_swizzle()
+    fig = frag_fig.figure_swizzle()
     titles = [a.text for a in fig.layout.annotations[:4]]
     # panels: A plain, B plain (top row), A swizzled, B swizzled (bottom row)
     assert "4-way" in titles[0] and "8-way" in titles[1]
     assert "no conflict" in titles[2] and "no conflict" in titles[3]
 
 
-def test_ncu_rows_model_only_and_with_a_recording(tmp_path):
-    assert F.load_ncu_ldmatrix(tmp_path / "absent.json") is None
-    rows = F.ncu_rows()
+def test_ncu_rows_model_only_and_with_a_recording(tmp_path, monkeypatch):
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    assert results.artifact("ldmatrix") is None
+    rows = ch7.ncu_rows()
     assert rows and all(r["measured"] is None and r["agree"] is None for r in rows)
     conf = {r["launch"]: r["model"] for r in rows if r["counter"] == "ldmatrix bank conflicts"}
     assert conf["mma.sync, swizzled smem"] == 0 and conf["mma.sync, plain row-major smem"] > 0
-    pred = F.predict_ncu_mma_sync(F.ncu_plan()[0]["params"], (512, 512, 512))
+    pred = mma.predict_ncu_mma_sync(ch7.ncu_plan()[0]["params"], (512, 512, 512))
     meas = {k: float(v) for k, v in pred.items() if k.endswith(".sum")}
     meas["sm__sass_inst_executed_op_ldgsts.sum"] += 100
     doc = {"runs": [{"label": "mma.sync, swizzled smem", "predicted": pred, "measured": meas}]}
-    p = tmp_path / "ncu.json"
-    p.write_text(json.dumps(doc))
-    got = {r["counter"]: r["agree"] for r in F.ncu_rows(F.load_ncu_ldmatrix(p))}
+    (tmp_path / f"{results.DEFAULT_SLUG}-ldmatrix.json").write_text(json.dumps(doc))
+    got = {r["counter"]: r["agree"] for r in ch7.ncu_rows(results.artifact("ldmatrix"))}
     assert got["ldmatrix instructions"] == "yes" and got["cp.async instructions"] == "NO"
 
 
 def test_resource_rows_refuse_invalid_configs_before_compiling(recorded, monkeypatch):
-    from helpers import compile as kc
     monkeypatch.setattr(kc, "nvcc_path", lambda: None)
-    rows, where = F.resource_rows("mma_sync_f16", [{}])
+    rows, where = launch.resource_rows([("mma_sync_f16", {})], label="params")
     assert rows == [] and "nvcc or a GPU" in where
     monkeypatch.setattr(kc, "nvcc_path", lambda: "/nonexistent/nvcc")
     monkeypatch.setattr(kc, "nvcc_check", lambda *a, **k: pytest.fail("compiled an invalid config"))
-    rows, _ = F.resource_rows("mma_sync_f16", [{"BM": 64, "BN": 64}])
+    rows, _ = launch.resource_rows([("mma_sync_f16", {"BM": 64, "BN": 64})], label="params")
     assert "threads per block" in rows[0]["refused"]
 
 
 def test_owner_check_says_where_without_gpu(recorded):
-    assert "tests/gpu/test_kernels.py" in F.check_owner_against_kernel("mma_sync_f16")
+    assert "tests/gpu/test_kernels.py" in launch.check_owner("mma_sync_f16")
 
 
 def test_wrong_layout_is_plausible_and_caught(recorded):
-    run = F.wrong_layout_run()
+    run = ch6.wrong_layout_run()
     assert run["source"] == "emulated"
     assert run["check"](run["C_right"], run["ref"], "float16") < verify.TOLERANCE["float16"]
     with pytest.raises(verify.WrongResult, match="relative error"):
         run["check"](run["C_wrong"], run["ref"], "float16")
     w, r = np.abs(run["C_wrong"]).std(), np.abs(run["ref"]).std()
     assert 0.5 < w / r < 2                                    # same magnitudes: it looks plausible
-    rows = F.side_by_side(run, n=4)
+    rows = ch6.side_by_side(run, n=4)
     assert len(rows) == 4 and set(rows[0]) >= {"float64 reference", "wrong layout (col_major B)"}

@@ -1,8 +1,9 @@
-"""helpers/probes.py without a GPU: argument checks, the recorded path, the
+"""helpers/runtime/probes.py without a GPU: argument checks, the recorded path, the
 figure and the power sentence; the PROBE builds compile (nvcc, no GPU)."""
 import pytest
 
-from helpers import catalog, compile as kc, gpu, probes, results
+from helpers.figures import probes as probes_fig
+from helpers.runtime import catalog, compile as kc, gpu, probes, results
 
 FAKE = {"dtype": "float16", "shape": [4096, 4096, 4096], "params": {}, "power": None,
         "rows": [{"probe": n, "label": lab, "stage": st, "ms": 0.3 + 0.01 * n, "TFLOP/s": 400.0 + 10 * n,
@@ -45,7 +46,7 @@ def test_recorded_probes_exist_in_the_results_file():
 
 
 def test_probe_figure_and_power_note():
-    fig = probes.probe_figure(FAKE)
+    fig = probes_fig.probe_figure(FAKE)
     assert list(fig.data[0].x) == [lab for _, lab, _ in probes.LADDER]
     assert "not sampled" in probes.power_note(None)
     note = probes.power_note({"samples": 20, "clock_MHz_min": 1500.0, "clock_MHz_median": 1700.0,

@@ -1,5 +1,5 @@
-"""CPU tests of helpers/tile_figures.py: the chapter 3-5 figures say what the
-models (helpers/tiles.py, helpers/banks.py) say, their controls cover every
+"""CPU tests of helpers/figures/tiles.py: the chapter 3-5 figures say what the
+models (helpers/models/tiles.py, helpers/models/banks.py) say, their controls cover every
 state, and their data stay small."""
 from __future__ import annotations
 
@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from helpers import banks, catalog, compile as kc, gpu, show, tile_figures as tf, tiles
+from helpers.chapters import ch04_bank_conflicts as ch4, common
+from helpers.figures import banks as banks_fig, show, sweep as sweep_fig, tiles as tiles_fig
+from helpers.models import banks, tiles
+from helpers.runtime import catalog, compile as kc, gpu, launch, results
+
+
+def _full(key, p):
+    """Every -D value of catalog entry ``key`` with ``p`` (what helpers.models.banks takes)."""
+    return catalog.get(key).full(p)
 
 
 def bundle_size(fig) -> int:
@@ -21,7 +29,7 @@ def bundle_size(fig) -> int:
 # ------------------------------------------------------------------ heaven 3
 def test_staging_figure_follows_the_staging_model():
     p, shape, block = {"TILE": 8}, (32, 32, 32), (1, 2)
-    fig = tf.staging_figure(p, shape, block)
+    fig = tiles_fig.staging_figure(p, shape, block)
     steps = fig.layout.sliders[0].steps
     assert len(steps) == 4
     for t, st in enumerate(steps):
@@ -40,32 +48,31 @@ def test_staging_figure_follows_the_staging_model():
 
 def test_staging_figure_rejects_a_block_outside_the_grid():
     with pytest.raises(ValueError, match="bx="):
-        tf.staging_figure({"TILE": 8}, (32, 32, 32), block=(4, 0))
+        tiles_fig.staging_figure({"TILE": 8}, (32, 32, 32), block=(4, 0))
 
 
 def test_reuse_rows_factor_is_the_tile():
-    rows = tf.reuse_rows((4096, 4096, 4096))
+    rows = tiles_fig.reuse_rows((4096, 4096, 4096))
     assert [r["reuse factor"] for r in rows] == [8, 16, 32]
     assert all(abs(r["untiled GB"] - r["tiled GB"] - r["saved GB"]) < 0.2 for r in rows)
 
 
 def test_check_owner_without_gpu_names_the_gpu_test(monkeypatch):
-    from helpers import gpu
     monkeypatch.setattr(gpu, "live", lambda: False)
-    msg = tf.check_owner("cp_async")
+    msg = launch.check_owner("cp_async")
     assert "test_owner_model_matches_kernel" in msg
     with pytest.raises(ValueError, match="no owner model"):
-        tf.check_owner("copy_tiled")
+        launch.check_owner("copy_tiled")
 
 
 # ------------------------------------------------------------------ heaven 4
 @pytest.mark.parametrize("width", [16, 32])
 @pytest.mark.parametrize("direction", ["row", "column"])
-@pytest.mark.parametrize("layout", list(tf.LAYOUTS))
+@pytest.mark.parametrize("layout", list(banks_fig.LAYOUTS))
 def test_bank_state_agrees_with_warp_access(width, direction, layout):
-    st = tf.bank_state(width, direction, layout)
-    key, extra = tf.LAYOUTS[layout]
-    acc = banks.warp_access(key, {"BK": width, **extra}, direction)
+    st = banks_fig.bank_state(width, direction, layout)
+    key, extra = banks_fig.LAYOUTS[layout]
+    acc = banks.warp_access(key, _full(key, {"BK": width, **extra}), direction)
     assert st["cost"] == acc["cost"]
     assert int(st["per_bank"].max()) == max(acc["cost"]["phases"])
     touched = {w for a in acc["addrs"] for w in range(a // 4, (a + acc["width"]) // 4)}
@@ -77,20 +84,20 @@ def test_bank_state_agrees_with_warp_access(width, direction, layout):
 
 
 def test_bank_state_shows_the_chapter_story():
-    assert tf.bank_state(32, "column", "PAD=0")["cost"]["ways"] == 8
-    assert tf.bank_state(32, "column", "PAD=1")["cost"]["wavefronts"] == 1
-    assert tf.bank_state(16, "row", "PAD=1")["cost"]["ways"] == 2
-    assert tf.bank_state(16, "row", "XOR swizzle")["cost"]["ways"] == 1
+    assert banks_fig.bank_state(32, "column", "PAD=0")["cost"]["ways"] == 8
+    assert banks_fig.bank_state(32, "column", "PAD=1")["cost"]["wavefronts"] == 1
+    assert banks_fig.bank_state(16, "row", "PAD=1")["cost"]["ways"] == 2
+    assert banks_fig.bank_state(16, "row", "XOR swizzle")["cost"]["ways"] == 1
     with pytest.raises(ValueError, match="width="):
-        tf.bank_state(64)
+        banks_fig.bank_state(64)
     with pytest.raises(ValueError, match="direction="):
-        tf.bank_state(32, "diagonal")
+        banks_fig.bank_state(32, "diagonal")
 
 
 def test_bank_figure_controls_cover_every_state():
-    fig = tf.bank_figure()
+    fig = banks_fig.bank_figure()
     per = 4                                                             # traces per state
-    nstates = 4 * len(tf.LAYOUTS)
+    nstates = 4 * len(banks_fig.LAYOUTS)
     assert len(fig.data) == per * nstates
     assert sum(bool(t.visible) for t in fig.data) == per
     menu = fig.layout.updatemenus[0].buttons
@@ -98,7 +105,7 @@ def test_bank_figure_controls_cover_every_state():
     seen = set()
     for b in menu:
         sl = b.args[1]["sliders"][0]
-        assert len(sl["steps"]) == len(tf.LAYOUTS)
+        assert len(sl["steps"]) == len(banks_fig.LAYOUTS)
         for st in sl["steps"]:
             vis = st["args"][0]["visible"]
             assert sum(vis) == per
@@ -109,13 +116,13 @@ def test_bank_figure_controls_cover_every_state():
 
 
 def test_bank_figure_single_state():
-    fig = tf.bank_figure(16, "row", "PAD=1")
+    fig = banks_fig.bank_figure(16, "row", "PAD=1")
     assert len(fig.data) == 4 and not fig.layout.sliders
     assert "2-way" in fig.layout.title.text
 
 
 def test_padding_rows_pad_by_one_element():
-    rows = {(r["element"], r["pad (words)"]): r for r in tf.padding_rows()}
+    rows = {(r["element"], r["pad (words)"]): r for r in banks_fig.padding_rows()}
     for e, pad in (("4 B", 1), ("8 B", 2), ("16 B", 4)):
         assert rows[(e, pad)]["verdict"] == "conflict-free"
     assert rows[("4 B", 2)]["verdict"] == "2-way conflict"
@@ -123,38 +130,43 @@ def test_padding_rows_pad_by_one_element():
 
 
 def test_store_rows_bk16_padding_breaks_the_store():
-    rows = {r["layout"]: r for r in tf.store_rows(16)}
+    rows = {r["layout"]: r for r in banks_fig.store_rows(16)}
     assert rows["PAD=1"]["store: ways"] == 2 and rows["XOR swizzle"]["store: ways"] == 1
     assert rows["PAD=1"]["read: instructions per 4 k"] == 4
 
 
 def test_bank_counter_rows_model_only_and_with_a_measurement(tmp_path):
-    rows = tf.bank_counter_rows(None)
+    rows = ch4.bank_counter_rows(None)
     assert rows and all(r["agree"] is None and r["ld conflicts ncu"] is None for r in rows)
     assert all(r["variant"].startswith("tile1d") for r in rows)
-    probes = tf.bank_counter_rows(None, "probe")
+    probes = ch4.bank_counter_rows(None, "probe")
     assert all(r["variant"].startswith("probe/") for r in probes)
     # a fake measurement equal to the model agrees; one counter off does not
     doc = {"_meta": {"shape": [512, 512, 512]}}
     for r in rows + probes:
-        doc[r["variant"]] = {m: r[f"{s} model"] for m, s in tf.SHORT.items()}
-    assert all(r["agree"] == "yes" for r in tf.bank_counter_rows(doc) + tf.bank_counter_rows(doc, "probe"))
+        doc[r["variant"]] = {m: r[f"{s} model"] for m, s in ch4.SHORT.items()}
+    assert all(r["agree"] == "yes" for r in ch4.bank_counter_rows(doc) + ch4.bank_counter_rows(doc, "probe"))
     first = rows[0]["variant"]
     doc[first] = {**doc[first], banks.LD_CONFLICTS: doc[first][banks.LD_CONFLICTS] + 1}
-    assert tf.bank_counter_rows(doc)[0]["agree"] == "NO"
+    assert ch4.bank_counter_rows(doc)[0]["agree"] == "NO"
     # store conflicts: a small run-to-run excess over the pattern is tolerated, a deficit is not
     second = rows[1]["variant"]
     m = doc[second][banks.ST_CONFLICTS]
-    doc[second] = {**doc[second], tf.ST_INSTRUCTIONS: 1000, banks.ST_CONFLICTS: m + 100}
-    assert tf.bank_counter_rows(doc)[1]["agree"] == "yes" and tf.bank_counter_rows(doc)[1]["st excess"] == 100
+    doc[second] = {**doc[second], ch4.ST_INSTRUCTIONS: 1000, banks.ST_CONFLICTS: m + 100}
+    assert ch4.bank_counter_rows(doc)[1]["agree"] == "yes" and ch4.bank_counter_rows(doc)[1]["st excess"] == 100
     doc[second][banks.ST_CONFLICTS] = m + 200
-    assert tf.bank_counter_rows(doc)[1]["agree"] == "NO"
+    assert ch4.bank_counter_rows(doc)[1]["agree"] == "NO"
     doc[second][banks.ST_CONFLICTS] = m - 1
-    assert tf.bank_counter_rows(doc)[1]["agree"] == "NO"
-    p = tmp_path / "b.json"
-    p.write_text(json.dumps(doc))
-    assert tf.load_bank_counters(p) == doc
-    assert tf.load_bank_counters(tmp_path / "absent.json") is None
+    assert ch4.bank_counter_rows(doc)[1]["agree"] == "NO"
+    results_dir = tmp_path
+    (results_dir / "gpu-banks.json").write_text(json.dumps(doc))
+    import_dir = results.RESULTS_DIR
+    try:
+        results.RESULTS_DIR = results_dir
+        assert results.artifact("banks", "gpu") == doc
+        assert results.artifact("banks", "absent") is None
+    finally:
+        results.RESULTS_DIR = import_dir
 
 
 # ------------------------------------------------------------------ heaven 5
@@ -163,7 +175,7 @@ def test_rects_cover_the_mask_exactly():
     for _ in range(20):
         m = rng.random((9, 11)) < 0.4
         cover = np.zeros_like(m)
-        for r0, r1, c0, c1 in tf._rects(m):
+        for r0, r1, c0, c1 in tiles_fig._rects(m):
             assert not cover[r0:r1, c0:c1].any()
             cover[r0:r1, c0:c1] = True
         assert (cover == m).all()
@@ -174,7 +186,7 @@ def test_ownership_figure_outlines_each_lanes_outputs(key):
     spec = catalog.get(key)
     p = spec.params()
     blocks = (p["TM"] // 4) * (p["TN"] // 4) if "WM" in p else 1     # warp tiles: spread 4 x 4 pieces
-    fig = tf.ownership_figure(key)
+    fig = tiles_fig.ownership_figure(key)
     steps = fig.layout.sliders[0].steps
     assert len(steps) == 32
     tid = spec.owner(p, (p["BM"], p["BN"], p["BK"])) % 1024
@@ -191,7 +203,7 @@ def test_resource_rows_flag_the_launch_bounds_spill():
     if not kc.nvcc_path():
         pytest.skip("nvcc not found: the recorded resource table needs it")
     twin = {**catalog.get("cp_async_pitfall").params(), "MIN_BLOCKS": 1}
-    rows, where = tf.resource_rows([("cp_async", twin), ("cp_async_pitfall", {}), ("cp_async", {"STAGES": 9})])
+    rows, where = launch.resource_rows([("cp_async", twin), ("cp_async_pitfall", {}), ("cp_async", {"STAGES": 9})])
     ok, trap, bad = rows
     assert ok["spills"] == "no" and trap["spills"] == "SPILLS" and trap["registers"] <= 128
     assert "refused" in bad and "STAGES" in bad["refused"]
@@ -204,7 +216,7 @@ def test_sweep_figure_short_labels():
              "reference": "cuBLAS", "source": "recorded"} for v in (1.0, 2.0, 3.0)]
     recs[1]["params"] = {"A": 5, "B": 2, "C": 3}
     recs[2]["params"] = {"A": 1, "B": 7, "C": 3}
-    fig, base = tf.sweep_figure(recs, "t")
+    fig, base = sweep_fig.labelled_figure(recs, title="t")
     assert base == {"A": 1, "B": 2, "C": 3}
     assert list(fig.data[0].x) == ["base", "A=5", "B=7"]
     assert [s.label for s in fig.layout.sliders[0].steps] == ["base", "A=5", "B=7"]
@@ -214,13 +226,12 @@ def test_sweep_figure_short_labels():
 
 def test_no_live_controls_in_batch_execution(monkeypatch):
     """scripts/execute_notebooks.py sets GEMM_BOOK_BATCH=1; then neither live
-    control builds widgets, even with a GPU (see helpers.show.live_controls)."""
-    from helpers import gpu, show, sweep, tile_figures
+    control builds widgets, even with a GPU (see helpers.figures.show.live_controls)."""
     monkeypatch.setattr(gpu, "live", lambda: True)
     monkeypatch.setenv("GEMM_BOOK_BATCH", "1")
     assert not show.live_controls()
-    assert tile_figures.bank_explorer() is None
-    assert sweep.live_slider("mma_sync_f16", (256, 256, 256)) is None
+    assert ch4.bank_explorer() is None
+    assert common.live_slider("mma_sync_f16", (256, 256, 256)) is None
     monkeypatch.delenv("GEMM_BOOK_BATCH")
     assert show.live_controls()
     src = (Path(__file__).resolve().parent.parent / "scripts" / "execute_notebooks.py").read_text()

@@ -1,4 +1,4 @@
-"""Unit tests of helpers/tiles.py (index models of heavens 3-5, occupancy) and
+"""Unit tests of helpers/models/tiles.py (index models of heavens 3-5, occupancy) and
 of the chapter-3 and chapter-5 catalog rules. CPU only.
 
 The owner models are checked against a forward simulation written here from
@@ -14,8 +14,10 @@ import itertools
 import numpy as np
 import pytest
 
-from helpers import launch, catalog, tiles
-from helpers.catalog import cdiv
+from helpers.chapters import ch05_register_tiling as ch5, common
+from helpers.models import banks, occupancy as occ, raster, tiles
+from helpers.models.raster import cdiv
+from helpers.runtime import catalog
 
 # The 128 x 128 teaching configuration of chapter 5 (the catalog default moved to the
 # H200 sweep winner, 128 x 256, which these hand-computed expectations do not describe).
@@ -141,7 +143,6 @@ def test_lane_layout_is_a_bijection_with_paired_lanes(LN):
 
 def test_warptile_fragment_reads_are_packed_and_conflict_free():
     """With the lane layout above every fragment LDS.128 costs 2 wavefronts."""
-    from helpers import banks
     for p in [catalog.get("cp_async").params(**BASE128), {**catalog.get("cp_async").params(**BASE128), "WM": 32, "WN": 64}]:
         LM, LN = p["WM"] // p["TM"], p["WN"] // p["TN"]
         lm, ln = tiles.lane_coords(np.arange(32), LN)
@@ -156,9 +157,9 @@ def test_warptile_fragment_reads_are_packed_and_conflict_free():
 def test_block_raster_visits_every_tile_once():
     for G in (0, 4, 8, 16):
         p = {**catalog.get("cp_async").params(**BASE128), "GROUP_M": G}
-        t = tiles.block_raster(p, (1000, 700))
+        t = raster.block_raster(p, (1000, 700))
         assert len({tuple(x) for x in t.tolist()}) == len(t) == cdiv(1000, 128) * cdiv(700, 128)
-    g = tiles.block_raster({**p, "GROUP_M": 8}, (4096, 4096))
+    g = raster.block_raster({**p, "GROUP_M": 8}, (4096, 4096))
     assert g[:9].tolist() == [[0, 0], [1, 0], [2, 0], [3, 0], [4, 0], [5, 0], [6, 0], [7, 0], [0, 1]]
 
 
@@ -188,31 +189,31 @@ def test_reuse_factor_is_the_tile_width(T):
 # ------------------------------------------------------------------ occupancy
 def test_occupancy_known_examples():
     # 256 threads x 128 registers: 32768 registers per block -> 2 blocks, 16 warps, limited by registers
-    o = launch.occupancy(128, 256, 0)
+    o = occ.occupancy(128, 256, 0)
     assert (o["blocks_per_sm"], o["warps_per_sm"], o["limited_by"]) == (2, 16, "registers")
     # 129 registers round up to 136 per thread (256 per warp): one block only
-    assert launch.occupancy(129, 256, 0)["blocks_per_sm"] == 1
+    assert occ.occupancy(129, 256, 0)["blocks_per_sm"] == 1
     # the heaven-3 block: 1024 threads x 32 registers, 8 KB: 2 blocks (threads and registers both say 2)
-    o = launch.occupancy(32, 1024, 8192)
+    o = occ.occupancy(32, 1024, 8192)
     assert (o["blocks_per_sm"], o["occupancy"], o["limited_by"]) == (2, 1.0, "threads")
     # shared memory: 100 KB blocks, +1 KB reserved: 2 on sm_90 (228 KB), 1 on sm_80 (164 KB)
-    assert launch.occupancy(32, 128, 100 * 1024)["blocks_per_sm"] == 2
-    o = launch.occupancy(32, 128, 100 * 1024, arch="sm_80")
+    assert occ.occupancy(32, 128, 100 * 1024)["blocks_per_sm"] == 2
+    o = occ.occupancy(32, 128, 100 * 1024, arch="sm_80")
     assert (o["blocks_per_sm"], o["limited_by"]) == (1, "shared memory")
     # tiny blocks hit the 32-blocks limit
-    o = launch.occupancy(16, 32, 0)
+    o = occ.occupancy(16, 32, 0)
     assert (o["blocks_per_sm"], o["limited_by"]) == (32, "blocks")
 
 
 def test_occupancy_rejects_impossible_blocks():
     with pytest.raises(ValueError, match="threads=2048"):
-        launch.occupancy(32, 2048)
+        occ.occupancy(32, 2048)
     with pytest.raises(ValueError, match="registers=300"):
-        launch.occupancy(300, 256)
+        occ.occupancy(300, 256)
     with pytest.raises(ValueError, match="smem_bytes"):
-        launch.occupancy(32, 256, 240 * 1024)
+        occ.occupancy(32, 256, 240 * 1024)
     with pytest.raises(ValueError, match="arch"):
-        launch.occupancy(32, 256, arch="sm_70")
+        occ.occupancy(32, 256, arch="sm_70")
 
 
 # ------------------------------------------------------------------ chapter 3 and 5 rules
@@ -248,7 +249,7 @@ def test_warptile_rules_name_the_parameter():
     expect_refusal("warptile_db", (64, 64, 64), "static shared memory (bytes)", BN=256, WN=64, TN=16, BK=32)
     # the sub-tile rule, checked directly (20 is not a slider value)
     p = {**catalog.get("cp_async").params(**BASE128), "BN": 80, "WN": 20}
-    failed = [r for r in catalog._warptile_base(p) if not r[0]]
+    failed = [r for r in ch5._warptile_base(p) if not r[0]]
     assert failed[0][1] == "WN" and failed[0][3] == "warp sub-tile not divisible by TN=8", failed
 
 
@@ -263,7 +264,7 @@ def test_every_shipped_chapter5_config_is_valid():
         if spec.chapter not in (3, 5):
             continue
         for p in spec.configs():
-            spec.validate(p, (4096, 4096, 4096), smem_limit=catalog.SMEM_OPTIN_SM90)
+            spec.validate(p, (4096, 4096, 4096), smem_limit=common.SMEM_OPTIN_SM90)
             assert spec.threads(p) % 32 == 0
 
 

@@ -1,4 +1,4 @@
-"""GPU suite: the shared-memory bank model (helpers/banks.py) against Nsight
+"""GPU suite: the shared-memory bank model (helpers/models/banks.py) against Nsight
 Compute, counter by counter, for every chapter-4 variant, the chapter-0
 transposes (the H200 anchor: 1,015,808 conflicts at 1024 x 1024) and the
 bank probes.
@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import banks, ncu as ncu_tool
+from helpers.models import banks
+from helpers.runtime import ncu as ncu_tool
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
@@ -50,7 +51,7 @@ def variants(doc):
 
 
 def test_every_planned_variant_was_measured(measured):
-    planned = {it["name"] for it in ncu_banks.plan(tuple(measured["_meta"]["shape"]))}
+    planned = {it["name"] for it in ncu_banks.ncu_plan(tuple(measured["_meta"]["shape"]))}
     assert set(variants(measured)) == planned
 
 
@@ -60,7 +61,7 @@ def test_model_equals_ncu(measured, metric):
     bad = []
     for name, got in variants(measured).items():
         item = {"name": name, **meta[name]}
-        want = ncu_banks.predict(item)[metric]
+        want = ncu_banks.ncu_predict(item)[metric]
         if metric == banks.ST_CONFLICTS and "smsp__inst_executed_op_shared_st.sum" in got:
             # Store side: on the H200 ncu reports extra store wavefronts (and so extra
             # "conflicts") that change from run to run of the same kernel (e.g. 9,047 then

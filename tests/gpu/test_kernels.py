@@ -15,7 +15,7 @@ import random
 import numpy as np
 import pytest
 
-from helpers import catalog, gpu, launch, verify
+from helpers.runtime import catalog, gpu, launch, verify
 
 pytestmark = pytest.mark.skipif(not gpu.live(), reason="needs a CUDA GPU (live mode)")
 

@@ -2,7 +2,7 @@
 
 Runs ``scripts/ncu_ldmatrix.py`` (or reads its JSON from $NCU_LDMATRIX_JSON,
 e.g. the one the GPU suite wrote) and compares every counter with the model
-of helpers/fragments.py. Skipped without a GPU or without ncu.
+of helpers/models/fragments.py. Skipped without a GPU or without ncu.
 
 What is firm and what is not (see fragments.predict_ncu_mma_sync):
 - instruction counts (LDSM, LDGSTS) follow from the kernel's loops: exact;
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import gpu, ncu as ncu_tool
+from helpers.runtime import gpu, ncu as ncu_tool
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,10 @@ nothing has reached the GPU, so the CUDA context stays healthy for the next cell
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+
+from helpers.models.occupancy import DEVICE_LIMITS, occupancy
 
 from . import catalog, checks, compile as kc, gpu, verify
 
@@ -33,6 +36,8 @@ class Launch:
     smem: int
 
     def __call__(self, *args) -> None:
+        if self.spec.args is not None:            # e.g. TMA descriptors built from the arrays (cached)
+            args = self.spec.args(self.params, *args)
         self.fn(self.grid, self.block, args, shared_mem=self.smem)
 
     def resources(self) -> dict:
@@ -41,24 +46,8 @@ class Launch:
         r = kc.resources(self.fn)
         r["smem_dynamic"] = self.smem
         r["threads"] = self.spec.threads(self.params)
-        r.update(occupancy(r["registers"], r["threads"], r["smem_static"] + self.smem))
+        r.update(occupancy(r["registers"], r["threads"], r["smem_static"] + self.smem, arch=device_limits()))
         return r
-
-
-# Per-SM limits by architecture. Source: CUDA C++ Programming Guide,
-# "Technical Specifications per Compute Capability" (8.0 and 9.0: 64K 32-bit
-# registers, 2048 resident threads = 64 warps, 32 resident blocks, 164 KB /
-# 228 KB shared memory per SM with up to 163 KB / 227 KB per block, 255
-# registers per thread), and the CUDA Occupancy Calculator (register
-# allocation unit: 256 registers per warp; 1 KB of shared memory reserved per block).
-DEVICE_LIMITS = {
-    "sm_80": {"regs_per_sm": 65536, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32,
-              "smem_per_sm": 167936, "smem_per_block_max": 166912,
-              "smem_reserved_per_block": 1024, "reg_alloc_unit": 256, "max_regs_per_thread": 255},
-    "sm_90": {"regs_per_sm": 65536, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32,
-              "smem_per_sm": 233472, "smem_per_block_max": 232448,
-              "smem_reserved_per_block": 1024, "reg_alloc_unit": 256, "max_regs_per_thread": 255},
-}
 
 
 def device_limits(arch: str | None = None) -> dict:
@@ -73,43 +62,11 @@ def device_limits(arch: str | None = None) -> dict:
     return DEVICE_LIMITS[arch]
 
 
-def occupancy(registers: int, threads: int, smem_bytes: int = 0, arch: str | None = None) -> dict:
-    """Theoretical occupancy of one launch configuration (CUDA Occupancy Calculator model).
-
-    ``registers`` per thread (nvcc -Xptxas -v or the driver), ``threads`` per
-    block, ``smem_bytes`` per block (static + dynamic), ``arch`` "sm_80" or
-    "sm_90" (None: this GPU, or sm_90 without one). Registers are allocated per
-    warp in units of 256; each block's shared memory is ``smem_bytes`` plus the
-    1 KB the system reserves. Returns ``{"blocks_per_sm", "warps_per_sm",
-    "occupancy" (resident threads / max), "limited_by" ("threads", "blocks",
-    "registers" or "shared memory"), "limits": blocks allowed by each}``.
-    Raises ValueError for a block that cannot run at all.
-    """
-    d = device_limits(arch)
-    if not 1 <= threads <= 1024:
-        raise ValueError(f"threads={threads}: must be in [1, 1024]")
-    if not 1 <= registers <= d["max_regs_per_thread"]:
-        raise ValueError(f"registers={registers}: must be in [1, {d['max_regs_per_thread']}]")
-    if smem_bytes > d["smem_per_block_max"]:
-        raise ValueError(f"smem_bytes={smem_bytes}: must be <= {d['smem_per_block_max']}")
-    warps = -(-threads // 32)
-    regs_per_warp = -(-registers * 32 // d["reg_alloc_unit"]) * d["reg_alloc_unit"]
-    lim = {"threads": d["max_threads_per_sm"] // (warps * 32), "blocks": d["max_blocks_per_sm"],
-           "registers": d["regs_per_sm"] // (regs_per_warp * warps)}
-    if smem_bytes > 0:
-        lim["shared memory"] = d["smem_per_sm"] // (smem_bytes + d["smem_reserved_per_block"])
-    blocks = min(lim.values())
-    order = ("threads", "blocks", "registers", "shared memory")     # ties: fixed limits first
-    limiter = min((k for k in order if k in lim), key=lambda k: (lim[k], order.index(k)))
-    return {"blocks_per_sm": blocks, "warps_per_sm": blocks * warps,
-            "occupancy": blocks * warps * 32 / d["max_threads_per_sm"], "limited_by": limiter, "limits": lim}
-
-
 def resources_of(key: str, shape: tuple, **params) -> dict:
     """Registers, shared memory, spills and occupancy of one configuration.
 
     Live: compiled with NVRTC, read from the CUDA driver (:meth:`Launch.resources`).
-    Without a GPU: ``nvcc -Xptxas -v`` for sm_90 (:func:`helpers.compile.nvcc_check`)
+    Without a GPU: ``nvcc -Xptxas -v`` for sm_90 (:func:`helpers.runtime.compile.nvcc_check`)
     and :func:`occupancy` with the sm_90 limits. Returns ``{"threads",
     "registers", "smem_static", "smem_dynamic", "spill_bytes", occupancy
     fields, "source"}``. Raises ValueError (a rule, checked first),
@@ -141,8 +98,12 @@ def prepare(key: str, shape: tuple, extra_defines: dict | None = None, **params)
     p = spec.params(**params)
     shape = tuple(int(s) for s in shape)
     limit = gpu.device_info()["smem_per_block_optin"] if gpu.live() else None
+    if gpu.live():
+        cc = gpu.device_info()["cc"]
+        checks.require(spec.runs_on(cc), "GPU", f"sm_{cc[0]}{cc[1]}", f"cannot run {key}: it needs {spec.needs()}")
     spec.validate(p, shape, smem_limit=limit)
-    fn = kc.build(spec.file, spec.entry, {**spec.defines(p), **(extra_defines or {})})
+    fn = kc.build(spec.file, spec.entry, {**spec.defines(p), **(extra_defines or {})},
+                  extra_options=spec.compile_options)
     threads = spec.threads(p)
     checks.require(fn.max_threads_per_block >= threads, "registers per thread", fn.num_regs,
                    f"too many for a block of {threads} threads: this kernel can launch at most "
@@ -216,3 +177,73 @@ def record_owner(key: str, shape: tuple, **params):
     L = prepare(key, shape, extra_defines={"RECORD_OWNER": 1}, **params)
     L(A, B, C, M, N, K, owner)
     return cp.asnumpy(owner)
+
+
+def check_owner(key: str, shape=(200, 264, 72), **params) -> str:
+    """Compare the owner model of catalog entry ``key`` (``spec.owner``) with
+    what its ``-DRECORD_OWNER=1`` build records (:func:`record_owner`), element
+    by element, on ``shape`` (M, N, K; by default not a multiple of any block
+    tile). Live: AssertionError on any difference, else a one-line report.
+    Without a GPU: a line saying where the GPU suite runs this check instead.
+    Raises ValueError for an entry without an owner model.
+    The one owner check of the book (chapters 1-7)."""
+    spec = catalog.get(key)
+    if spec.owner is None:
+        raise ValueError(f"kernel={key!r}: has no owner model in the catalog")
+    if not gpu.live():
+        return (f"{key}: no GPU here; the GPU suite checks this model against the kernel\n"
+                "  (tests/gpu/test_kernels.py::test_owner_model_matches_kernel).")
+    p = spec.params(**params)
+    got = record_owner(key, shape, **p)
+    want = spec.owner(p, shape)
+    bad = int((got != want).sum())
+    assert bad == 0, f"{key} {p}: the owner model and the kernel disagree on {bad} of {got.size} elements of C"
+    return (f"{key} at M, N, K = {tuple(shape)}: the (block, thread) the kernel recorded for all {got.size} "
+            "elements of C equals the model.")
+
+
+def resource_rows(items, shape=(4096, 4096, 4096), label: str = "key+diff") -> tuple[list, str]:
+    """Registers, shared memory, spills and theoretical occupancy of each
+    configuration; ``items`` are (key, partial params) pairs.
+
+    Live: the kernel compiled here, read from the CUDA driver
+    (:meth:`Launch.resources`). Without a GPU: ``nvcc -Xptxas -v`` for sm_90
+    (:func:`helpers.runtime.compile.nvcc_check`) and the occupancy model
+    (:func:`helpers.models.occupancy.occupancy`) for an H100/H200. An invalid
+    set is listed with the rule it breaks (nothing compiled). ``label``:
+    "key+diff" (the key and the parameters that differ from its defaults) or
+    "params" (the partial params as given, "defaults" when empty).
+    Returns (rows, where); rows is [] when neither a GPU nor nvcc is here.
+    Row keys: "config", "refused" (invalid only), "threads", "registers",
+    "shared memory (KiB)", "spill bytes", "spills" ("SPILLS" when the compiled
+    kernel uses local memory, else "no"), "blocks/SM", "occupancy"."""
+    live = gpu.live()
+    if not live and not kc.nvcc_path():
+        return [], "needs nvcc or a GPU (neither is here)"
+
+    def one(item):
+        key, pt = item
+        spec = catalog.get(key)
+        p = spec.params(**pt)
+        if label == "params":
+            name = " ".join(f"{k}={v}" for k, v in pt.items()) or "defaults"
+        else:
+            diff = {k: v for k, v in p.items() if v != spec.defaults.get(k)}
+            name = key + (" " + " ".join(f"{k}={v}" for k, v in diff.items()) if diff else "")
+        try:
+            r = resources_of(key, shape, **p)
+        except ValueError as e:
+            return {"config": name, "refused": str(e)}
+        spill = r["spill_bytes"]
+        return {"config": name, "threads": r["threads"], "registers": r["registers"],
+                "shared memory (KiB)": round((r["smem_static"] + r["smem_dynamic"]) / 1024, 1),
+                "spill bytes": spill, "spills": "SPILLS" if spill else "no",
+                "blocks/SM": r["blocks_per_sm"], "occupancy": f"{r['occupancy']:.0%} ({r['limited_by']})"}
+
+    with ThreadPoolExecutor(max_workers=1 if live else 4) as ex:
+        rows = list(ex.map(one, list(items)))
+    where = ("compiled here; registers, shared memory and local memory from the CUDA driver on "
+             + gpu.device_info()["name"] if live else
+             "nvcc -Xptxas -v for sm_90 on this machine (no GPU here); spills are ptxas's spill stores + "
+             "loads; occupancy from the Occupancy Calculator model for an H100/H200")
+    return rows, where

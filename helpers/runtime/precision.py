@@ -4,7 +4,7 @@ Three things the Tensor Core chapters (6 and 7) show, each live on a GPU and
 recorded (``results/<gpu>.json``, key ``extras``) without one:
 
 * :func:`tolerance_rows` -- the verification tolerance is bound to the dtype
-  (:data:`helpers.verify.TOLERANCE`), with the rounding unit behind each bound.
+  (:data:`helpers.runtime.verify.TOLERANCE`), with the rounding unit behind each bound.
 * :func:`fp16_accumulator_demo` -- a sum that stops growing. With
   A = B = 0.5 (exact in fp16) and K = 65536, every element of C is exactly
   16384 (also exact in fp16). The fp32-accumulating WMMA kernel (``wmma_f16``)
@@ -18,7 +18,7 @@ recorded (``results/<gpu>.json``, key ``extras``) without one:
   the same GEMM with ``CUPY_TF32=1`` (TF32 Tensor Cores: operands rounded to a
   10-bit mantissa), speed and error side by side on the same seeded inputs.
   CuPy reads ``CUPY_TF32`` when it is imported, so the TF32 run happens in a
-  subprocess (``python -m helpers.precision --tf32-child ...``).
+  subprocess (``python -m helpers.runtime.precision --tf32-child ...``).
 
 Recorded mode: :func:`tf32_results` and :func:`fp16_accumulator_results` read
 ``extras.tf32_vs_fp32`` and ``extras.fp16_accumulator`` of the results file;
@@ -27,8 +27,8 @@ the GPU recorder writes them with::
     extras["tf32_vs_fp32"] = precision.tf32_vs_fp32(4096)
     extras["fp16_accumulator"] = precision.fp16_accumulator_demo()
 
-:func:`check_host` is :func:`helpers.verify.check` for NumPy arrays (same
-tolerance, same :class:`helpers.verify.WrongResult`), so a kernel emulated on
+:func:`check_host` is :func:`helpers.runtime.verify.check` for NumPy arrays (same
+tolerance, same :class:`helpers.runtime.verify.WrongResult`), so a kernel emulated on
 the CPU can be judged by the very rule a GPU run is.
 
 Units: times in ms, throughput in TFLOP/s (2*M*N*K), errors are relative
@@ -44,16 +44,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import gpu, results, verify
+from helpers.models.precision import DEMO, UNIT_ROUNDOFF, fp16_sum_emulation
 
-REPO = Path(__file__).resolve().parent.parent
+from . import gpu, launch, results, timing, verify
 
-# Unit roundoff of each storage format (half the spacing of numbers in [1, 2)):
-# the floor of the relative error of storing one value. Significand bits incl.
-# the implicit one: fp32 24, tf32 11, fp16 11, bf16 8.
-UNIT_ROUNDOFF = {"float32": 2.0 ** -24, "tf32": 2.0 ** -11, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
-
-DEMO = {"M": 128, "N": 256, "K": 65536, "a": 0.5, "b": 0.5}
+REPO = Path(__file__).resolve().parents[2]
 
 
 # ------------------------------------------------------------------ tolerances
@@ -78,8 +73,8 @@ def rel_err_host(C, ref) -> float:
 
 
 def check_host(C, ref, dtype: str, what: str = "kernel") -> float:
-    """:func:`helpers.verify.check` on NumPy arrays (no GPU): returns the
-    relative error, or raises :class:`helpers.verify.WrongResult` with the same
+    """:func:`helpers.runtime.verify.check` on NumPy arrays (no GPU): returns the
+    relative error, or raises :class:`helpers.runtime.verify.WrongResult` with the same
     message the GPU check gives (NaN count, or error vs tolerance)."""
     C = np.asarray(C)
     nans = int(np.isnan(C.astype(np.float32)).sum())
@@ -94,41 +89,6 @@ def check_host(C, ref, dtype: str, what: str = "kernel") -> float:
 
 
 # ------------------------------------------------------------------ fp16 accumulator
-def fp16_sum_emulation(K: int = DEMO["K"], a: float = DEMO["a"], b: float = DEMO["b"],
-                       step: int = 16, every: int = 256) -> dict:
-    """The running sum of ``K`` products ``a * b``, added ``step`` products at
-    a time (16: one WMMA 16x16x16 step; 1: a scalar loop), held in float16
-    after every addition, and in float32 for comparison.
-
-    Returns {"k": int32 array of k after each sampled step, "fp16", "fp32":
-    float32 arrays of the running sums there (sampled every ``every`` k, plus
-    the last), "final_fp16", "final_fp32", "exact" (a*b*K), "stalls_at_k"
-    (first k after which the fp16 sum never changes again, or None)}.
-    The model assumes each step's ``step`` products are summed exactly and
-    rounded once into the accumulator (PTX does not document the internal
-    precision of one HMMA step; for these inputs every partial sum is exact).
-    """
-    if K % step:
-        raise ValueError(f"K={K}: must be a multiple of step={step}")
-    add = np.float16(a * b * step)
-    add32 = np.float32(a * b * step)
-    s16, s32 = np.float16(0), np.float32(0)
-    ks, v16, v32 = [0], [0.0], [0.0]
-    last_change = 0
-    for i in range(1, K // step + 1):
-        new = np.float16(s16 + add)
-        if new != s16:
-            last_change = i * step
-        s16 = new
-        s32 = np.float32(s32 + add32)
-        k = i * step
-        if k % every == 0 or k == K:
-            ks.append(k)
-            v16.append(float(s16))
-            v32.append(float(s32))
-    return {"k": np.array(ks, dtype=np.int32), "fp16": np.array(v16, dtype=np.float32),
-            "fp32": np.array(v32, dtype=np.float32), "final_fp16": float(s16), "final_fp32": float(s32),
-            "exact": a * b * K, "stalls_at_k": last_change if last_change < K else None}
 
 
 def fp16_accumulator_demo(M: int = DEMO["M"], N: int = DEMO["N"], K: int = DEMO["K"]) -> dict:
@@ -138,7 +98,7 @@ def fp16_accumulator_demo(M: int = DEMO["M"], N: int = DEMO["N"], K: int = DEMO[
     added per k16 step), ``emulated_fp16_scalar`` (fp16 sum, 0.25 per k) and
     ``exact``. Live (GPU), also runs ``wmma_f16`` (fp32 accumulator) and
     ``wmma_acc_f16_pitfall`` (fp16 accumulator) through
-    :func:`helpers.launch.gemm` and adds ``kernel_fp32_acc`` and
+    :func:`helpers.runtime.launch.gemm` and adds ``kernel_fp32_acc`` and
     ``kernel_fp16_acc`` (the value of C[0, 0]) and ``*_all_equal`` (True when
     every element of C has that value); without a GPU those are None.
     ``source`` is "live" or "emulated"; ``where`` says on what.
@@ -155,7 +115,6 @@ def fp16_accumulator_demo(M: int = DEMO["M"], N: int = DEMO["N"], K: int = DEMO[
            "source": "emulated", "where": "NumPy float16 on the CPU"}
     if not gpu.live():
         return out
-    from . import launch
     cp = gpu.cupy()
     A = cp.full((M, K), DEMO["a"], dtype=cp.float16)
     B = cp.full((K, N), DEMO["b"], dtype=cp.float16)
@@ -184,28 +143,6 @@ def fp16_accumulator_results() -> dict:
     return {**fp16_accumulator_demo(), "recorded": False}
 
 
-def fp16_accumulator_figure(K: int = DEMO["K"]):
-    """The running sum of the demo against k: fp32 grows to 16384, the fp16
-    accumulator (4 per k16 step) flattens at 8192, a scalar fp16 sum (0.25 per
-    k) at 512. Computed with NumPy (no GPU): a model of the arithmetic."""
-    import plotly.graph_objects as go
-    e16 = fp16_sum_emulation(K, step=16, every=512)
-    e1 = fp16_sum_emulation(K, step=1, every=512)
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=e16["k"], y=e16["fp32"], name="fp32 accumulator", line=dict(width=3)))
-    fig.add_trace(go.Scatter(x=e16["k"], y=e16["fp16"], name="fp16 accumulator, +4 per k16 step (WMMA)",
-                             line=dict(width=3, dash="dash")))
-    fig.add_trace(go.Scatter(x=e1["k"], y=e1["fp16"], name="fp16 accumulator, +0.25 per k (scalar loop)",
-                             line=dict(width=2, dash="dot")))
-    fig.update_layout(
-        title=dict(text="A sum that stops growing: C[i, j] = sum over k of 0.5 x 0.5"
-                        "<br><sup>NumPy float16 / float32 emulation on the CPU (a model, not a measurement)</sup>",
-                   x=0.01),
-        xaxis_title="k (terms added so far)", yaxis_title="running sum",
-        height=400, margin=dict(l=60, r=20, t=70, b=50), legend=dict(x=0.98, xanchor="right", y=0.12, yanchor="bottom", bgcolor="rgba(255,255,255,0.8)"))
-    return fig
-
-
 # ------------------------------------------------------------------ TF32 vs FP32
 def _inputs(n: int, seed: int):
     """Seeded standard-normal float32 n x n matrices A, B, drawn on the host
@@ -217,7 +154,6 @@ def _inputs(n: int, seed: int):
 def _measure_sgemm(n: int, seed: int) -> dict:
     """Time cupy.matmul on float32 n x n inputs (whatever CUPY_TF32 this
     process was started with) and its error against a float64 reference."""
-    from . import timing
     cp = gpu.cupy()
     Ah, Bh = _inputs(n, seed)
     A, B = cp.asarray(Ah), cp.asarray(Bh)
@@ -236,7 +172,7 @@ def tf32_vs_fp32(n: int = 4096, seed: int = 0, timeout_s: float = 600) -> list[d
 
     FP32: in this process with ``CUPY_TF32`` unset (RuntimeError if it is
     set: the FP32 row would silently be TF32). TF32: a subprocess started with
-    ``CUPY_TF32=1``. Both timed with :func:`helpers.timing.time_ms` (events,
+    ``CUPY_TF32=1``. Both timed with :func:`helpers.runtime.timing.time_ms` (events,
     warm-up, median), both errors against one float64 reference of the same
     inputs. Returns two rows: {"mode", "ms", "TFLOP/s", "speedup", "rel_err",
     "tolerance", "passes", "shape", "gpu"}; ``speedup`` is over the FP32 row,
@@ -250,7 +186,7 @@ def tf32_vs_fp32(n: int = 4096, seed: int = 0, timeout_s: float = 600) -> list[d
     fp32 = _measure_sgemm(n, seed)
     env = {**os.environ, "CUPY_TF32": "1",
            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-    r = subprocess.run([sys.executable, "-m", "helpers.precision", "--tf32-child", str(n), str(seed)],
+    r = subprocess.run([sys.executable, "-m", "helpers.runtime.precision", "--tf32-child", str(n), str(seed)],
                        capture_output=True, text=True, env=env, cwd=str(REPO), timeout=timeout_s)
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
     if r.returncode != 0 or not lines:
@@ -286,4 +222,4 @@ def _child(argv) -> int:
 if __name__ == "__main__":
     if len(sys.argv) >= 4 and sys.argv[1] == "--tf32-child":
         sys.exit(_child(sys.argv[2:4]))
-    sys.exit("usage: python -m helpers.precision --tf32-child N SEED  (run by tf32_vs_fp32)")
+    sys.exit("usage: python -m helpers.runtime.precision --tf32-child N SEED  (run by tf32_vs_fp32)")

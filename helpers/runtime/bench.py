@@ -10,7 +10,7 @@
 
 Without a GPU they return the records of ``results/<gpu>.json`` instead,
 marked ``source="recorded"``; a kernel never recorded comes back with
-``value=None``. Each record follows the results contract (DESIGN.md).
+``value=None``. Each record follows the results contract (docs/architecture.md).
 """
 from __future__ import annotations
 
@@ -43,6 +43,14 @@ def _recorded(spec, p, dtype, shape, metric, reference):
     return {**r, "title": spec.title, "source": "recorded"}
 
 
+def _unable(spec, p, dtype, shape, cc):
+    """The recorded record of a kernel this GPU cannot run, labelled with why."""
+    r = _recorded(spec, p, dtype, shape, "TFLOP/s", "cuBLAS")
+    why = f"needs {spec.needs()}; this GPU is sm_{cc[0]}{cc[1]}"
+    gpu_name = results.load().get("provenance", {}).get("gpu", "the recorded GPU")
+    return {**r, "title": f"{spec.title} [{why}: recorded on {gpu_name}]", "note": why}
+
+
 def gemm(items, shape=(4096, 4096, 4096), dtype: str | None = None, verify_each: bool = True,
          rounds: int = 3) -> list:
     """Measure GEMM kernels; ``items`` are catalog keys or (key, params) pairs.
@@ -52,7 +60,7 @@ def gemm(items, shape=(4096, 4096, 4096), dtype: str | None = None, verify_each:
     ``value`` (TFLOP/s), ``reference_value`` (cuBLAS TFLOP/s, same run),
     ``ratio`` (= value / reference_value), ``rel_err``, ``ms``, ``repeats`` and
     ``source`` ("live" or "recorded"). Each kernel is timed against its own
-    cuBLAS run in ``rounds`` alternating rounds (:func:`helpers.timing.time_pair`),
+    cuBLAS run in ``rounds`` alternating rounds (:func:`helpers.runtime.timing.time_pair`),
     so a GPU that slows down as it heats does not favour whichever ran first.
     Raises ValueError for bad params, shapes or ``rounds``, WrongResult for a
     wrong kernel.
@@ -63,6 +71,11 @@ def gemm(items, shape=(4096, 4096, 4096), dtype: str | None = None, verify_each:
     timing.check_rounds(rounds)
     if not gpu.live():
         return [_recorded(s, p, dtype, shape, "TFLOP/s", "cuBLAS") for s, p in cfgs]
+    cc = gpu.device_info()["cc"]
+    if not all(s.runs_on(cc) for s, _ in cfgs):     # e.g. sm_90a kernels on an Ada or Ampere GPU
+        can = [(s.key, p) for s, p in cfgs if s.runs_on(cc)]
+        measured = iter(gemm(can, shape, dtype, verify_each, rounds) if can else [])
+        return [next(measured) if s.runs_on(cc) else _unable(s, p, dtype, shape, cc) for s, p in cfgs]
     cp = gpu.cupy()
     launches = [launch.prepare(s.key, shape, **p) for s, p in cfgs]   # all checks before any run
     A = verify.random_matrix((M, K), dtype)
@@ -98,7 +111,7 @@ def transpose(items, shape=(4096, 4096), rounds: int = 3) -> list:
     Returns records with ``value`` = effective GB/s (2 * ROWS * COLS * 4 bytes
     over the median time), ``reference_value`` = device-to-device cudaMemcpy
     GB/s of the same bytes, timed in ``rounds`` rounds alternating with each
-    kernel (:func:`helpers.timing.time_pair`), ``ratio``, and ``rel_err`` (0
+    kernel (:func:`helpers.runtime.timing.time_pair`), ``ratio``, and ``rel_err`` (0
     when the output equals the exact transpose, which it must: no arithmetic).
     """
     cfgs = _configs(items)
@@ -134,80 +147,3 @@ def transpose(items, shape=(4096, 4096), rounds: int = 3) -> list:
 def where(recs: list) -> str:
     """'measured live in this run on ...' or 'recorded on ...; no GPU here'."""
     return results.where(any(r.get("source") == "live" for r in recs))
-
-
-def banner() -> None:
-    """Display whether this notebook runs live (and on which GPU) or recorded."""
-    from . import show
-    if gpu.live():
-        info = gpu.device_info()
-        show.note(f"**Live mode.** Kernels are compiled and measured on this machine's "
-                  f"{info['name']} (sm_{info['cc'][0]}{info['cc'][1]}, {info['sms']} SMs). Every speed "
-                  "below is compared with a reference timed in the same run.", title="Where the numbers come from")
-    else:
-        data = results.load()
-        show.note(f"**Recorded mode: no CUDA GPU is visible here.** Figures are computed, but "
-                  f"measurements are read from `results/{results.DEFAULT_SLUG}.json`, recorded on "
-                  f"{results.describe(data['provenance'], data)}. Run the notebook on a GPU to measure your own.",
-                  title="Where the numbers come from")
-
-
-COLUMNS = {"title": "kernel", "params": "parameters", "shape": "shape", "value": "value",
-           "metric": "unit", "reference_value": "reference", "ratio": "ratio", "rel_err": "rel. error"}
-
-
-def show_table(recs: list, caption: str = "") -> None:
-    """Display measurement records as a table captioned with where they were measured."""
-    from . import show
-    rows = [{**r, "params": " ".join(f"{k}={v}" for k, v in r["params"].items())} for r in recs]
-    ref = recs[0].get("reference", "") if recs else ""
-    w = where(recs)
-    cap = (caption + " " if caption else "") + f"Reference: {ref}, same run. {w[0].upper() + w[1:]}."
-    show.table(rows, COLUMNS, cap)
-
-
-def bar(recs: list, title: str):
-    """A bar chart of records' ratio to their same-run reference (plotly Figure)."""
-    import plotly.graph_objects as go
-    ok = [r for r in recs if r.get("value") is not None]
-    ref = ok[0]["reference"] if ok else ""
-    fig = go.Figure(go.Bar(x=[r["title"] for r in ok], y=[r["ratio"] for r in ok],
-                           text=[f"{r['value']:.0f} {r['metric']}" if r["value"] >= 10 else f"{r['value']:.2f} {r['metric']}"
-                                 for r in ok], textposition="outside",
-                           hovertext=[f"{r['params']}, {r['ms']} ms" if r.get("ms") else str(r["params"]) for r in ok],
-                           hoverinfo="x+y+text"))
-    fig.update_layout(title=dict(text=f"{title}<br><sup>{where(recs)}</sup>", x=0.01),
-                      yaxis=dict(title=f"fraction of {ref} (same run)", rangemode="tozero"),
-                      height=380, margin=dict(l=60, r=20, t=70, b=40))
-    return fig
-
-
-# The kernel that stands for each heaven in the running table (its default parameters).
-HEADLINE = {1: "naive_yfirst", 2: "vec4", 3: "smem_tiled", 4: "tile1d_swizzle", 5: "cp_async",
-            6: "wmma_f16", 7: "mma_sync_f16"}
-
-
-def running(upto: int, shape=(4096, 4096, 4096)) -> list:
-    """Measure (or read) the headline kernel of every heaven from 1 to ``upto``.
-
-    FP32 heavens run in one call (one cuBLAS SGEMM reference); each Tensor
-    Core dtype runs in its own call with its own cuBLAS reference. Heavens
-    whose headline kernel is not in the catalog are left out."""
-    keys = [HEADLINE[h] for h in sorted(HEADLINE) if h <= upto and HEADLINE[h] in catalog.KERNELS]
-    by_dtype: dict = {}
-    for k in keys:
-        by_dtype.setdefault(catalog.get(k).dtype, []).append(k)
-    recs = []
-    for dt, ks in by_dtype.items():
-        recs += gemm(ks, shape, dtype=dt)
-    return sorted(recs, key=lambda r: r["chapter"])
-
-
-def show_running(recs: list) -> None:
-    """The running table: one row per heaven, TFLOP/s and ratio to cuBLAS of its dtype."""
-    from . import show
-    rows = [{"heaven": r["chapter"], "kernel": r.get("title", r["kernel"]), "dtype": r["dtype"],
-             "TFLOP/s": r["value"], "cuBLAS TFLOP/s": r["reference_value"], "ratio": r["ratio"]} for r in recs]
-    w = where(recs)
-    show.table(rows, list(rows[0]) if rows else ["heaven"],
-               f"The heavens so far at 4096^3, each against cuBLAS of its dtype in the same run. {w[0].upper() + w[1:]}.")

@@ -100,7 +100,7 @@ def mma_sync_probes(dtype: str = "float16", shape=(4096, 4096, 4096), rounds: in
         dtype: "float16" or "bfloat16" (picks ``mma_sync_f16`` / ``mma_sync_bf16``).
         shape: (M, N, K).
         rounds: each rung is timed against cuBLAS in this many alternating
-            rounds (:func:`helpers.timing.time_pair`); rows report medians.
+            rounds (:func:`helpers.runtime.timing.time_pair`); rows report medians.
         params: overrides of the kernel's default tile parameters
             (``LOAD_SPREAD`` must stay 1: the probes live in that loop).
 
@@ -161,19 +161,3 @@ def power_note(power: dict | None) -> str:
             f"peaked at {power['power_W_max']:.0f} W of a {power['power_limit_W']:.0f} W limit, and the "
             f"driver reported the software power cap as active in {capped:.0%} of "
             f"{power['samples']} nvidia-smi samples taken during the timings.")
-
-
-def probe_figure(result: dict, title: str = ""):
-    """Bar chart of the ladder: ratio to cuBLAS per rung, the stage each rung drops on hover."""
-    import plotly.graph_objects as go
-    rows = result["rows"]
-    fig = go.Figure(go.Bar(
-        x=[r["label"] for r in rows], y=[r["ratio"] for r in rows],
-        text=[f"{r['ratio']:.3f}" for r in rows], textposition="outside",
-        customdata=[[r["stage"], r["TFLOP/s"], r["cuBLAS TFLOP/s"]] for r in rows],
-        hovertemplate="%{x}<br>drops: %{customdata[0]}<br>%{customdata[1]:.0f} TFLOP/s, "
-                      "cuBLAS %{customdata[2]:.0f}<br>ratio %{y:.3f}<extra></extra>"))
-    fig.update_layout(title=title or f"mma.sync {result['dtype']}: leave one stage out",
-                      yaxis_title="ratio to cuBLAS (same run)", height=360, margin=dict(t=50, b=40, l=60, r=20),
-                      yaxis_range=[0, max(r["ratio"] for r in rows) * 1.2])
-    return fig

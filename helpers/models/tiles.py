@@ -1,18 +1,18 @@
-"""Index models of the tiled kernels (heavens 3-5), and theoretical occupancy.
+"""Index models of the tiled kernels (heavens 3-5): owners, staging, reuse.
 
 What each block, warp and thread of kernels/03_smem_tiling.cu,
 04_bank_conflicts.cu and 05_register_tiling.cu does, written as Python from
 the kernels' own index arithmetic:
 
-* :func:`owner_smem_tiled`, :func:`owner_tile1d`, :func:`owner_ch5` (one per
-  chapter-5 entry): for every element of C, ``blockLinear * 1024 +
+* :func:`owner_smem_tiled`, :func:`owner_tile1d`, :func:`owner_reg1d`,
+  :func:`owner_reg2d`, :func:`owner_warptile`: for every element of C, ``blockLinear * 1024 +
   threadLinear`` of the thread that writes it, an int32 array (M, N); the GPU
   tests compare it with what the ``-DRECORD_OWNER=1`` build records;
 * :func:`staging`: which A and B tiles block (bx, by) stages at k-step t of
   heaven 3, and which thread loads which element;
 * :func:`reuse`: global-memory bytes with and without tiling, and the ratio;
-* :func:`occupancy`: resident blocks and warps per SM and the limiting
-  resource, from registers, threads and shared memory per block.
+* :func:`lane_coords`, :func:`lane_of`, :func:`warptile_layout`: the lane
+  layout of the warp-tile kernels (block order: :mod:`helpers.models.raster`).
 
 Owner convention (kernels/README.md): ``blockLinear = blockIdx.y * gridDim.x
 + blockIdx.x``; ``threadLinear = threadIdx.y * blockDim.x + threadIdx.x``.
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .catalog import cdiv
+from .raster import block_raster, cdiv
 
 
 def _grid_ij(shape):
@@ -151,22 +151,6 @@ def lane_of(lm, ln, LN: int):
     return (ln & 1) | ((lm & 1) << 1) | ((ln >> 1) << 2) | ((lm >> 1) << (1 + lg))
 
 
-def block_raster(p: dict, shape) -> np.ndarray:
-    """pid -> (tile_m, tile_n) of the warp-tile kernels (kernels/05:
-    block_tile), as an int array (tiles_m * tiles_n, 2). GROUP_M = 0: row
-    order; else consecutive pids walk GROUP_M tile rows, then one tile right."""
-    M, N = shape[0], shape[1]
-    tm_, tn_ = cdiv(M, p["BM"]), cdiv(N, p["BN"])
-    pid = np.arange(tm_ * tn_, dtype=np.int64)
-    G = p.get("GROUP_M", 0)
-    if G > 0:
-        per = G * tn_
-        first = (pid // per) * G
-        rows = np.minimum(tm_ - first, G)
-        return np.stack([first + (pid % per) % rows, (pid % per) // rows], axis=1)
-    return np.stack([pid // tn_, pid % tn_], axis=1)
-
-
 def warptile_layout(p: dict) -> dict:
     """Who owns what inside one BM x BN block tile of the warp-tile kernels.
 
@@ -200,6 +184,3 @@ def owner_warptile(p: dict, shape) -> np.ndarray:
     i, j = _grid_ij(shape)
     pid = pid_of[(i // BM) * tn_ + j // BN]
     return (pid * 1024 + thread[i % BM, j % BN]).astype(np.int32)
-
-
-# Occupancy: helpers.launch.occupancy (one model for the whole book).

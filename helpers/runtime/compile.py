@@ -28,11 +28,12 @@ import site
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from . import gpu
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 KERNEL_DIR = REPO / "kernels"
 
 # Toolkit headers NVRTC does not always ship built in; a kernel that includes
@@ -279,3 +280,49 @@ def nvcc_check(file: str, entry: str, params: dict | None = None, arch: str = "s
         raise KeyError(f"entry={entry!r}: not found in {file} (have {sorted(res)}); "
                        "is it extern \"C\" __global__?")
     return res[entry]
+
+
+def cuobjdump_path() -> str | None:
+    """``cuobjdump`` (PATH, $CUDA_PATH/bin, /usr/local/cuda/bin, or the pip
+    package nvidia-cuda-cuobjdump), or None. It needs ``nvdisasm`` beside it."""
+    p = shutil.which("cuobjdump")
+    cands = [os.path.join(d, "bin", "cuobjdump") for d in
+             (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda") if d]
+    try:
+        import nvidia
+        for root in nvidia.__path__:
+            cands += [str(x) for x in Path(root).glob("*/bin/cuobjdump")]
+    except ImportError:
+        pass
+    for c in cands:
+        if not p and os.path.isfile(c):
+            p = c
+    return p
+
+
+def sass_shared_ops(file: str, entry: str, params: dict, arch: str = "sm_90") -> Counter:
+    """Shared-memory instructions in the compiled SASS of ``entry`` (static
+    count over the whole kernel), by mnemonic: Counter({"LDS.128": 72, ...}).
+    Compared with :func:`helpers.models.banks.static_shared_ops`. Uses nvcc and cuobjdump; raises FileNotFoundError when either is missing."""
+    nvcc, dump = nvcc_path(), cuobjdump_path()
+    if not nvcc or not dump:
+        raise FileNotFoundError("nvcc and cuobjdump (with nvdisasm) are needed to read SASS")
+    src = source(file)
+    with tempfile.TemporaryDirectory() as tmp:
+        cu = Path(tmp) / file
+        cu.write_text(src)
+        cubin = Path(tmp) / "k.cubin"
+        defs = [f"-D{k}={v}" for k, v in sorted(params.items())]
+        subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-std=c++17", *defs, "-o", str(cubin), str(cu)],
+                       check=True, capture_output=True, text=True)
+        env = dict(os.environ, PATH=os.path.dirname(dump) + os.pathsep + os.environ.get("PATH", ""))
+        sass = subprocess.run([dump, "-sass", "-fun", entry, str(cubin)], check=True,
+                              capture_output=True, text=True, env=env).stdout
+    ops = Counter()
+    for line in sass.splitlines():
+        if "@!PT" in line:          # never executed (the compiler's "@!PT LDS RZ, [RZ]" placeholders)
+            continue
+        m = re.search(r"\b((?:LDS|STS)(?:\.(?:64|128|U\.128|U))?)\s", line)
+        if m:
+            ops[m.group(1)] += 1
+    return ops

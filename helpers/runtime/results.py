@@ -1,6 +1,6 @@
 """Recorded measurements: ``results/<gpu-slug>.json`` and where they came from.
 
-Format (DESIGN.md, "Results file contract")::
+Format (docs/architecture.md, "Results contract")::
 
     {"provenance": {"gpu", "sm", "driver", "cuda_runtime", "cupy", "date", "commit"},
      "ceilings": {"copy_GBps": ..., "cublas_TFLOPs": {"float32": ..., ...}},
@@ -10,6 +10,10 @@ Format (DESIGN.md, "Results file contract")::
 ``ratio`` is ``value / reference_value``, both measured in the same run.
 In recorded mode (no GPU) the notebooks read these records; every table and
 figure built from them says so, with the GPU, date and commit.
+
+Beside it, the Nsight Compute artifacts ``results/<gpu-slug>-<name>.json``
+(``banks``: chapter 4's bank counters, ``ldmatrix``: chapter 7's ldmatrix
+counters), read by :func:`artifact`.
 """
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ from pathlib import Path
 
 from . import gpu
 
-RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
+RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"
 DEFAULT_SLUG = os.environ.get("GEMM_BOOK_RESULTS", "h200")
 
 
@@ -164,3 +168,24 @@ def runs_by_commit(data: dict | None = None) -> dict:
         c = (r.get("recorded") or {}).get("commit", top)
         out.setdefault(c, set()).add(r.get("chapter"))
     return {c: sorted(ch for ch in v if ch is not None) for c, v in out.items()}
+
+
+def artifact(name: str, slug: str = DEFAULT_SLUG) -> dict | None:
+    """The Nsight Compute artifact ``results/<slug>-<name>.json`` (``name``:
+    "banks", "ldmatrix", ...) as a dict, or None when it has not been recorded
+    on that GPU. Its provenance is ``doc["provenance"]`` (gpu, date, ncu, ...),
+    the same layout as the results file's."""
+    p = RESULTS_DIR / f"{slug}-{name}.json"
+    if not p.is_file():
+        return None
+    return json.loads(p.read_text())
+
+
+def artifact_where(doc: dict | None, name: str, slug: str = DEFAULT_SLUG) -> str:
+    """Where an :func:`artifact` came from, for a caption: "recorded on <gpu>
+    (<date>, results/<slug>-<name>.json)", or "not recorded yet (...)"."""
+    f = f"results/{slug}-{name}.json"
+    if doc is None:
+        return f"not recorded yet ({f} is written on a GPU)"
+    prov = doc.get("provenance", {})
+    return f"recorded on {prov.get('gpu', '?')} ({prov.get('date', '?')}, {f})"

@@ -25,6 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import results
+
 
 def find(explicit: str | None = None) -> str | None:
     """Path of ``ncu``: ``explicit``, else PATH, $CUDA_PATH/bin, $CUDA_HOME/bin,
@@ -92,9 +94,8 @@ def query_metrics(ncu: str, metrics: list) -> tuple[list, list, str]:
 
 
 def provenance(ncu: str) -> dict:
-    """helpers.results.provenance() (GPU, driver, CUDA runtime, CuPy, date,
+    """helpers.runtime.results.provenance() (GPU, driver, CUDA runtime, CuPy, date,
     commit) plus the ncu version line. Needs a GPU."""
-    from . import results
     prov = results.provenance()
     try:
         prov["ncu"] = subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]

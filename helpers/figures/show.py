@@ -19,15 +19,19 @@ import json
 import os
 import re
 import sys
-from pathlib import Path
 from typing import Iterable, Mapping, Sequence
+
+import plotly.graph_objects as go
+from IPython.display import Markdown, display
+
+from helpers.runtime import gpu
+from helpers.runtime.compile import source as compile_source
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 _fig_counter = itertools.count()
 
 
 def _display(obj=None, *, raw: dict | None = None) -> None:
-    from IPython.display import display
     if raw is not None:
         display(raw, raw=True)
     else:
@@ -35,7 +39,6 @@ def _display(obj=None, *, raw: dict | None = None) -> None:
 
 
 def _markdown(text: str) -> None:
-    from IPython.display import Markdown
     _display(Markdown(text))
 
 
@@ -50,7 +53,6 @@ def live_controls() -> bool:
     timeout: the kernel's reply arrives on time but is read 60 s later with a
     60 s timeout (chapter 4 on the H200, and reproduced without a GPU,
     2026-11-29)."""
-    from . import gpu
     return gpu.live() and os.environ.get("GEMM_BOOK_BATCH") != "1"
 
 
@@ -97,7 +99,6 @@ def figure(fig, config: Mapping | None = None) -> None:
     under 1.5 MB.
     """
     if "google.colab" in sys.modules:
-        import plotly.graph_objects as go
         go.Figure(fig).show(renderer="colab", config=dict(config or {}))
         return
     _display(raw=figure_bundle(fig, config))
@@ -105,14 +106,8 @@ def figure(fig, config: Mapping | None = None) -> None:
 
 # ------------------------------------------------------------------- source
 def _kernel_text(file: str) -> str:
-    try:
-        from .compile import source as compile_source   # pastes local #includes
-        return compile_source(file)
-    except ImportError:
-        path = Path(__file__).resolve().parent.parent / "kernels" / file
-        if not path.is_file():
-            raise FileNotFoundError(f"file={file!r}: no such kernel in kernels/") from None
-        return path.read_text()
+    """The kernel file with its local #includes pasted (what NVRTC compiles)."""
+    return compile_source(file)
 
 
 def _matching_brace(text: str, open_at: int) -> int:

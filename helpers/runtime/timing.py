@@ -13,7 +13,8 @@ from __future__ import annotations
 import statistics
 import time
 
-from . import gpu
+from . import gpu, results
+from .verify import random_matrix
 
 
 def gemm_flops(M: int, N: int, K: int) -> int:
@@ -139,7 +140,6 @@ def rule_demos(M: int = 4096, N: int = 4096, K: int = 4096) -> list[dict]:
     and the honest figure (events, warm-up, median of repeats, random inputs).
     """
     cp = gpu.cupy()
-    from .verify import random_matrix
     A, B = random_matrix((M, K)), random_matrix((K, N))
     C = cp.empty((M, N), cp.float32)
     fl = gemm_flops(M, N, K)
@@ -181,7 +181,6 @@ def rule_demos(M: int = 4096, N: int = 4096, K: int = 4096) -> list[dict]:
 def rules() -> tuple[list, str]:
     """:func:`rule_demos` live, or the rows recorded in results/<gpu>.json
     (``extras.timing_rules``) without a GPU; returns (rows, where-label)."""
-    from . import results
     if gpu.live():
         return rule_demos(), results.where(True)
     data = results.load()

@@ -45,17 +45,11 @@ start of the shared array; a common offset does not change any count.
 """
 from __future__ import annotations
 
-import os
-import re
-import shutil
-import subprocess
-import tempfile
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 
-from .catalog import cdiv
+from .raster import cdiv
 
 BANKS = 32
 WORD = 4          # bytes per bank word
@@ -169,12 +163,10 @@ TRANSPOSE_KEYS = ("transpose_shared", "transpose_padded")
 
 
 def _full(key: str, p: dict) -> dict:
-    """Parameters of a catalog entry with its fixed -D values (LAYOUT, PAD)."""
-    from . import catalog
-    spec = catalog.get(key)
-    q = {**spec.defaults, **p, **spec.fixed}
-    q.setdefault("PAD", 0)
-    return q
+    """``p``: every -D value of the kernel (``catalog.get(key).full(...)``); PAD defaults to 0."""
+    if key not in GEMM_KEYS + TRANSPOSE_KEYS:
+        raise KeyError(f"kernel={key!r}: no bank model (have {GEMM_KEYS + TRANSPOSE_KEYS})")
+    return {"PAD": 0, **p}
 
 
 def a_tile_offset(q: dict, m: int, k: int) -> int:
@@ -251,12 +243,12 @@ def _instructions(key: str, q: dict, warp: int):
 ACCESS_ALIASES = {"row": "A_store", "column": "A_read"}
 
 
-def warp_access(key: str, p: dict | None = None, access: str = "column", warp: int = 0, index: int = 0) -> dict:
+def warp_access(key: str, p: dict, access: str = "column", warp: int = 0, index: int = 0) -> dict:
     """Lane -> address map of one warp instruction of a book kernel.
 
     ``key``: a chapter-4 GEMM (``tile1d_*``) or chapter-0 transpose
-    (``transpose_shared``, ``transpose_padded``); ``p``: its parameters
-    (defaults filled in). ``access``: for the GEMMs "A_read" (alias
+    (``transpose_shared``, ``transpose_padded``); ``p``: every -D value of the variant
+    (``helpers.runtime.catalog.get(key).full(params)``). ``access``: for the GEMMs "A_read" (alias
     "column": the warp reads the A tile down a column), "A_store" (alias
     "row"), "B_read", "B_store"; for the transposes "row" (the tile store,
     phase 1) or "column" (the tile read, phase 2). ``index``: which of the
@@ -264,7 +256,7 @@ def warp_access(key: str, p: dict | None = None, access: str = "column", warp: i
     per lane, "words", "banks": of each lane's first word, "width": bytes,
     "cost": :func:`wavefronts` result}``.
     """
-    q = _full(key, p or {})
+    q = _full(key, p)
     if key in GEMM_KEYS:
         access = ACCESS_ALIASES.get(access, access)
     ins = [i for i in _instructions(key, q, warp) if i[2] == access]
@@ -278,17 +270,17 @@ def warp_access(key: str, p: dict | None = None, access: str = "column", warp: i
             "width": width, "cost": wavefronts(addrs, width, load=(op == "ld"))}
 
 
-def static_shared_ops(key: str, p: dict | None = None) -> Counter:
+def static_shared_ops(key: str, p: dict) -> Counter:
     """Shared-memory instructions of one warp per k tile (GEMMs) or per tile
     (transposes), by SASS mnemonic: Counter({"LDS.128": 72, "STS": 8, ...}).
     Compared with the compiled code by :func:`sass_shared_ops`."""
-    q = _full(key, p or {})
+    q = _full(key, p)
     name = {("ld", 4): "LDS", ("ld", 8): "LDS.64", ("ld", 16): "LDS.128",
             ("st", 4): "STS", ("st", 8): "STS.64", ("st", 16): "STS.128"}
     return Counter(name[(i[0], i[3])] for i in _instructions(key, q, 0))
 
 
-def predict(key: str, p: dict | None = None, shape=(512, 512, 512)) -> dict:
+def predict(key: str, p: dict, shape=(512, 512, 512)) -> dict:
     """Kernel-total Nsight Compute counters (:data:`METRICS`) predicted for
     one launch of ``key`` with parameters ``p`` on ``shape``.
 
@@ -298,7 +290,7 @@ def predict(key: str, p: dict | None = None, shape=(512, 512, 512)) -> dict:
     Transposes: (ROWS, COLS) must be multiples of TILE (edge tiles skip
     accesses behind per-lane tests), else ValueError.
     """
-    q = _full(key, p or {})
+    q = _full(key, p)
     if key in GEMM_KEYS:
         M, N, K = shape
         reps = cdiv(M, q["BM"]) * cdiv(N, q["BN"]) * cdiv(K, q["BK"])
@@ -357,51 +349,3 @@ def predict_probe(name: str, reps: int = 1) -> dict:
     c = wavefronts([4 * o for o in pr["offsets"]], pr["PROBE_BYTES"])
     return {LD_CONFLICTS: c["conflicts"] * reps, ST_CONFLICTS: 0,
             LD_WAVEFRONTS: c["wavefronts"] * reps, LD_INSTRUCTIONS: reps}
-
-
-# ------------------------------------------------------------------ SASS check
-def cuobjdump_path() -> str | None:
-    """``cuobjdump`` (PATH, $CUDA_PATH/bin, /usr/local/cuda/bin, or the pip
-    package nvidia-cuda-cuobjdump), or None. It needs ``nvdisasm`` beside it."""
-    p = shutil.which("cuobjdump")
-    cands = [os.path.join(d, "bin", "cuobjdump") for d in
-             (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda") if d]
-    try:
-        import nvidia
-        for root in nvidia.__path__:
-            cands += [str(x) for x in Path(root).glob("*/bin/cuobjdump")]
-    except ImportError:
-        pass
-    for c in cands:
-        if not p and os.path.isfile(c):
-            p = c
-    return p
-
-
-def sass_shared_ops(file: str, entry: str, params: dict, arch: str = "sm_90") -> Counter:
-    """Shared-memory instructions in the compiled SASS of ``entry`` (static
-    count over the whole kernel), by mnemonic: Counter({"LDS.128": 72, ...}).
-    Uses nvcc and cuobjdump; raises FileNotFoundError when either is missing."""
-    from . import compile as kc
-    nvcc, dump = kc.nvcc_path(), cuobjdump_path()
-    if not nvcc or not dump:
-        raise FileNotFoundError("nvcc and cuobjdump (with nvdisasm) are needed to read SASS")
-    src = kc.source(file)
-    with tempfile.TemporaryDirectory() as tmp:
-        cu = Path(tmp) / file
-        cu.write_text(src)
-        cubin = Path(tmp) / "k.cubin"
-        defs = [f"-D{k}={v}" for k, v in sorted(params.items())]
-        subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-std=c++17", *defs, "-o", str(cubin), str(cu)],
-                       check=True, capture_output=True, text=True)
-        env = dict(os.environ, PATH=os.path.dirname(dump) + os.pathsep + os.environ.get("PATH", ""))
-        sass = subprocess.run([dump, "-sass", "-fun", entry, str(cubin)], check=True,
-                              capture_output=True, text=True, env=env).stdout
-    ops = Counter()
-    for line in sass.splitlines():
-        if "@!PT" in line:          # never executed (the compiler's "@!PT LDS RZ, [RZ]" placeholders)
-            continue
-        m = re.search(r"\b((?:LDS|STS)(?:\.(?:64|128|U\.128|U))?)\s", line)
-        if m:
-            ops[m.group(1)] += 1
-    return ops

@@ -1,0 +1,199 @@
+"""Chapter 5, register tiling, warp tiling, double buffering, cp.async (kernels/05_register_tiling.cu).
+
+Every rule mirrors a validity test of the kernel file: an invalid configuration
+fails there at compile time (static_assert), and the catalog refuses it first.
+"""
+from __future__ import annotations
+
+from helpers.models import tiles
+from helpers.models.raster import cdiv
+from helpers.runtime.catalog import Kernel, frozen_sweep, register
+from helpers.runtime.checks import multiple_of
+
+from .common import SMEM_OPTIN_SM90, divides_threads, even_split, staged, static_smem_rule, threads_rules
+
+
+# Every rule below mirrors a validity test in kernels/05_register_tiling.cu
+# (R1_OK, R2_OK, V4_OK, WT_OK, WT_DB_OK, CA_OK): an entry compiled with
+# parameters that fail it has a trapping body, so the catalog must refuse them.
+def _reg1d_threads(p):
+    return p["BM"] * p["BN"] // p["TM"]
+
+
+def _reg1d_rules(p, s):
+    BM, BN, BK, TM = p["BM"], p["BN"], p["BK"], p["TM"]
+    t = _reg1d_threads(p)
+    return staged(lambda: [(BM % TM == 0, "TM", TM, f"must divide BM={BM} (TM rows per thread)"),
+                            static_smem_rule(BK * (BM + BN), "4*BK*(BM+BN)")] + threads_rules(t),
+                   lambda: [divides_threads("BK", BK, t, "each thread loads one column of the A tile"),
+                            divides_threads("BN", BN, t, "each thread loads one column of the B tile"),
+                            even_split("BM*BK", BM * BK, t, "A tile loads"),
+                            even_split("BK*BN", BK * BN, t, "B tile loads")])
+
+
+def _reg2d_threads(p):
+    return (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
+
+
+def _reg2d_base(p):
+    BM, BN, TM, TN = p["BM"], p["BN"], p["TM"], p["TN"]
+    return [(TM % 4 == 0, "TM", TM, "must be a multiple of 4 (A fragment read as float4)"),
+            (TN % 4 == 0, "TN", TN, "must be a multiple of 4 (B fragment read as float4)"),
+            (BM % TM == 0, "TM", TM, f"must divide BM={BM}"),
+            (BN % TN == 0, "TN", TN, f"must divide BN={BN}"),
+            static_smem_rule(p["BK"] * (BM + 4 + BN), "4*BK*(BM+4+BN)")] + threads_rules(_reg2d_threads(p))
+
+
+def _reg2d_rules(p, s):
+    BM, BN, BK = p["BM"], p["BN"], p["BK"]
+    t = _reg2d_threads(p)
+    return staged(lambda: _reg2d_base(p),
+                   lambda: [divides_threads("BK", BK, t, "each thread loads one column of the A tile"),
+                            divides_threads("BN", BN, t, "each thread loads one column of the B tile"),
+                            even_split("BM*BK", BM * BK, t, "A tile loads"),
+                            even_split("BK*BN", BK * BN, t, "B tile loads")])
+
+
+def _float4_load_rules(p, t):
+    BM, BN, BK = p["BM"], p["BN"], p["BK"]
+    return [(BK % 4 == 0, "BK", BK, "must be a multiple of 4 (float4 loads along k)"),
+            divides_threads("BK/4", BK // 4, t, "each thread loads one float4 column of the A tile"),
+            divides_threads("BN/4", BN // 4, t, "each thread loads one float4 column of the B tile"),
+            even_split("BM*BK/4", BM * BK // 4, t, "float4 loads of the A tile"),
+            even_split("BK*BN/4", BK * BN // 4, t, "float4 loads of the B tile")]
+
+
+def _float4_shape_rules(s, need_k=True):
+    out = [multiple_of("N", s[1], 4, "float4 / 16-byte accesses along the rows of B and C")]
+    if need_k:
+        out.insert(0, multiple_of("K", s[2], 4, "float4 loads along the rows of A"))
+    return out
+
+
+def _vec4_rules(p, s):
+    return staged(lambda: _reg2d_base(p), lambda: _float4_load_rules(p, _reg2d_threads(p)),
+                   lambda: _float4_shape_rules(s))
+
+
+def _wt_threads(p):
+    return 32 * (p["BM"] // p["WM"]) * (p["BN"] // p["WN"])
+
+
+def _warptile_base(p):
+    BM, BN, BK, WM, WN, TM, TN = (p[k] for k in ("BM", "BN", "BK", "WM", "WN", "TM", "TN"))
+    r = [(BM % WM == 0, "WM", WM, f"must divide BM={BM} (warp tiles tile the block)"),
+         (BN % WN == 0, "WN", WN, f"must divide BN={BN} (warp tiles tile the block)"),
+         (TM % 4 == 0, "TM", TM, "must be a multiple of 4 (A fragments are float4)"),
+         (TN % 4 == 0, "TN", TN, "must be a multiple of 4 (B fragments are float4)"),
+         (WM % TM == 0, "WM", WM, f"warp sub-tile not divisible by TM={TM}"),
+         (WN % TN == 0, "WN", WN, f"warp sub-tile not divisible by TN={TN}")]
+    if WM % TM == 0 and WN % TN == 0:
+        LM, LN = WM // TM, WN // TN
+        r += [(LM * LN == 32, "WM*WN/(TM*TN)", LM * LN,
+               f"must be 32: one warp = (WM/TM) x (WN/TN) = {LM} x {LN} lanes"),
+              (LM >= 2, "WM/TM", LM, "must be >= 2 (lane layout: lanes n, n^2 share a B fragment)"),
+              (2 <= LN <= 16, "WN/TN", LN, "must be in [2, 16] (lane layout: lanes n, n^1 share an A fragment)")]
+    r += [(BK % 4 == 0, "BK", BK, "must be a multiple of 4")]
+    return staged(lambda: r, lambda: threads_rules(_wt_threads(p)))
+
+
+def _warptile_rules(p, s):
+    return staged(lambda: _warptile_base(p),
+                   lambda: [static_smem_rule(p["BK"] * (p["BM"] + 4 + p["BN"]), "4*BK*(BM+4+BN)")],
+                   lambda: _float4_load_rules(p, _wt_threads(p)), lambda: _float4_shape_rules(s))
+
+
+def _warptile_db_rules(p, s):
+    return staged(lambda: _warptile_rules(p, s), lambda: [
+        (p["BK"] % 2 == 0, "BK", p["BK"], "must be even (fragment double buffer)"),
+        static_smem_rule(2 * p["BK"] * (p["BM"] + 4 + p["BN"]), "2 buffers x 4*BK*(BM+4+BN)")])
+
+
+def _cp_async_smem(p):
+    return p["STAGES"] * p["BK"] * (p["BM"] + 4 + p["BN"]) * 4
+
+
+def _cp_async_rules(p, s):
+    BM, BN, BK = p["BM"], p["BN"], p["BK"]
+    t = _wt_threads(p)
+    smem = _cp_async_smem(p)
+    return staged(lambda: _warptile_base(p), lambda: [
+        (p["STAGES"] >= 2, "STAGES", p["STAGES"], "must be >= 2 (one stage computes while one fills)"),
+        (BK % 2 == 0, "BK", BK, "must be even (fragment double buffer)"),
+        divides_threads("BK", BK, t, "each thread copies one k column of the A tile"),
+        even_split("BM*BK", BM * BK, t, "4-byte copies of the A tile"),
+        divides_threads("BN/4", BN // 4, t, "each thread copies one float4 column of the B tile"),
+        even_split("BK*BN/4", BK * BN // 4, t, "16-byte copies of the B tile"),
+        (smem <= SMEM_OPTIN_SM90, "shared memory (bytes)", smem,
+         f"STAGES*BK*(BM+4+BN)*4 must be <= {SMEM_OPTIN_SM90} (227 KB, the sm_90 per-block limit)"),
+    ], lambda: _float4_shape_rules(s, need_k=False))
+
+
+_R = dict(chapter=5, file="05_register_tiling.cu", op="gemm")
+_WT_CHOICES = {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16, 32), "WM": (16, 32, 64, 128),
+               "WN": (16, 32, 64, 128), "TM": (4, 8, 16), "TN": (4, 8, 16), "GROUP_M": (0, 4, 8, 16),
+               "MIN_BLOCKS": (1, 2, 3, 4), "STAGES": (2, 3, 4, 5, 6)}
+_WT_BASE = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8, "GROUP_M": 8, "MIN_BLOCKS": 1}
+_WT_GEOM = dict(block=lambda p: (_wt_threads(p), 1, 1),
+                grid=lambda p, s: (cdiv(s[1], p["BN"]), cdiv(s[0], p["BM"]), 1))
+
+register(Kernel(key="reg1d", title="1-D register tile (TM outputs per thread)", entry="sgemm_reg1d",
+                defaults={"BM": 64, "BN": 64, "BK": 8, "TM": 8},
+                choices={"BM": (32, 64, 128), "BN": (32, 64, 128), "BK": (4, 8, 16, 32), "TM": (2, 4, 8, 16)},
+                block=lambda p: (_reg1d_threads(p), 1, 1),
+                grid=lambda p, s: (cdiv(s[1], p["BN"]), cdiv(s[0], p["BM"]), 1),
+                rules=_reg1d_rules, owner=tiles.owner_reg1d,
+                sweep=({"TM": 16}, {"TM": 16, "BK": 16}, {"BK": 16}, {"BM": 128, "TM": 16}), **_R))
+_R2 = dict(defaults={"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
+           choices={"BM": (64, 128), "BN": (64, 128), "BK": (8, 16, 32), "TM": (4, 8), "TN": (4, 8)},
+           block=lambda p: (_reg2d_threads(p), 1, 1),
+           grid=lambda p, s: (cdiv(s[1], p["BN"]), cdiv(s[0], p["BM"]), 1),
+           owner=tiles.owner_reg2d, **_R)
+register(Kernel(key="reg2d", title="2-D register tile (TM x TN per thread)", entry="sgemm_reg2d",
+                rules=_reg2d_rules, sweep=({"BK": 16}, {"BM": 64, "BN": 64, "TM": 4, "TN": 4},
+                                           {"BM": 64, "BN": 128, "TM": 4}), **_R2))
+register(Kernel(key="reg2d_vec4", title="2-D register tile + float4 global loads", entry="sgemm_vec4",
+                rules=_vec4_rules, align=16,
+                sweep=({"BK": 16}, {"BM": 64, "BN": 64, "TM": 4, "TN": 4, "BK": 16}), **_R2))
+register(Kernel(key="warptile", title="warp tiling (packed float4 fragments)", entry="sgemm_warptile",
+                defaults=dict(_WT_BASE), choices=_WT_CHOICES, rules=_warptile_rules, align=16,
+                owner=tiles.owner_warptile,
+                sweep=({"WM": 32, "WN": 64}, {"BK": 16}, {"GROUP_M": 0}), **_WT_GEOM, **_R))
+register(Kernel(key="warptile_db", title="warp tiling + double buffering", entry="sgemm_warptile_db",
+                defaults=dict(_WT_BASE), choices=_WT_CHOICES, rules=_warptile_db_rules, align=16,
+                owner=tiles.owner_warptile,
+                sweep=({"BK": 16}, {"WM": 32, "WN": 64}, {"GROUP_M": 0},
+                       {"BN": 256, "WN": 64, "TN": 16}), **_WT_GEOM, **_R))
+# The chapter's final kernel. The sweep lists the candidates the GPU run times
+# (scripts/record_results.py); the defaults are the winner on the H200.
+_CA_SWEEP = (
+    {"STAGES": 2}, {"STAGES": 4}, {"STAGES": 5},
+    {"BK": 16, "STAGES": 2}, {"BK": 16}, {"BK": 16, "STAGES": 4},
+    {"MIN_BLOCKS": 2}, {"MIN_BLOCKS": 2, "STAGES": 4},
+    {"WM": 32, "WN": 64}, {"WM": 32, "WN": 64, "BK": 16},
+    {"GROUP_M": 0}, {"GROUP_M": 16},
+    {"BN": 256, "WN": 64, "TN": 16}, {"BN": 256, "WN": 64, "TN": 16, "BK": 16},
+    {"BM": 256, "WM": 128, "TM": 16}, {"BM": 64, "WM": 32, "WN": 32, "TM": 4},
+)
+# Defaults: the winner of the sweep recorded on the H200 (2026-11-29): 128 x 256 blocks,
+# 64 x 64 warp tiles, 8 x 16 per thread, BK 16, 3 stages.
+register(Kernel(key="cp_async", title="warp tiling + cp.async multistage pipeline", entry="sgemm_cp_async",
+                defaults={**_WT_BASE, "BN": 256, "WN": 64, "TN": 16, "BK": 16, "STAGES": 3},
+                choices=_WT_CHOICES, rules=_cp_async_rules, align=16,
+                smem=_cp_async_smem, owner=tiles.owner_warptile,
+                sweep=frozen_sweep({**_WT_BASE, "STAGES": 3}, _CA_SWEEP),
+                **_WT_GEOM, **_R))
+# Pitfall (seed 003, "register spills"): asking __launch_bounds__ for more
+# resident blocks than the registers allow. MIN_BLOCKS=2 on the 128 x 256 tile
+# caps ptxas at 65536 / (2 * 256) = 128 registers for 128 accumulators + 48
+# fragment registers: it spills to local memory. Correct, just slow; the GPU
+# suite skips it and the compile test expects its spills (title says both).
+register(Kernel(key="cp_async_pitfall", title="pitfall: __launch_bounds__ min blocks forces spills",
+                entry="sgemm_cp_async",
+                pitfall="__launch_bounds__(256, 2) on the 128 x 256 tile caps ptxas at 128 registers for 176 "
+                        "live values: it spills to local memory (correct, slower)",
+                defaults={**_WT_BASE, "BN": 256, "WN": 64, "TN": 16, "STAGES": 3, "MIN_BLOCKS": 2},
+                choices=_WT_CHOICES, rules=_cp_async_rules, align=16, smem=_cp_async_smem,
+                owner=tiles.owner_warptile, **_WT_GEOM, **_R))
+# (The same tile without the cap is the cp_async sweep point
+#  {"BN": 256, "WN": 64, "TN": 16}: 225 registers, no spills.)

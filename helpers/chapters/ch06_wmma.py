@@ -1,0 +1,136 @@
+"""Chapter 6, Tensor Cores with WMMA (kernels/06_wmma.cu).
+
+The catalog entries (two dtypes, two pitfalls); :func:`wrong_layout_run` and
+:func:`side_by_side` (the layout pitfall, live or replayed on the CPU);
+:func:`fp16_accumulator_table` (the fp16-accumulator pitfall, model vs kernels).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from helpers.figures import show
+from helpers.models import mma_sync
+from helpers.models.pipeline import emulate_wmma, round_to
+from helpers.runtime import catalog, gpu, launch, precision, results, verify
+from helpers.runtime.catalog import Kernel, frozen_sweep, register
+
+from .common import TC_BLOCK, TC_GRID, tc_rules
+
+
+def _wmma_smem(p, acc_bytes=4, cpad=4):
+    """Dynamic shared memory of 06_wmma.cu, bytes: the padded stage buffers,
+    or the epilogue's per-warp 16 x (WN+CPAD) accumulator strips if larger."""
+    pipe = p["STAGES"] * (p["BM"] * (p["BK"] + p["PAD"]) + p["BK"] * (p["BN"] + p["PAD"])) * 2
+    warps = (p["BM"] // p["WM"]) * (p["BN"] // p["WN"])
+    return max(pipe, warps * 16 * (p["WN"] + cpad) * acc_bytes)
+
+
+# Defaults and sweep. The sweep was recorded around 128 x 256 blocks of 64 x 64
+# warps, BK 32 (_W_SWEEP_BASE: its points keep that meaning); the defaults are its
+# winner on the H200 (2026-11-29) for both dtypes: 128 x 128 blocks of four 64 x 64 warps.
+_W_SWEEP_BASE = {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "PAD": 8, "STAGES": 3, "GROUP_M": 8}
+_W_DEFAULTS = {**_W_SWEEP_BASE, "BN": 128}
+_W_SWEEP = frozen_sweep(_W_SWEEP_BASE, (
+    {"STAGES": 2}, {"STAGES": 4}, {"BM": 256, "BN": 128}, {"BM": 128, "BN": 128},
+    {"BM": 128, "BN": 128, "WN": 32}, {"BK": 64}, {"BK": 64, "STAGES": 2},
+    {"PAD": 0}, {"PAD": 16}, {"GROUP_M": 1}))
+_W = dict(chapter=6, file="06_wmma.cu", entry="gemm_wmma", op="gemm", align=16,
+          choices={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (32, 64), "WM": (32, 64),
+                   "WN": (32, 64), "PAD": (0, 8, 16), "STAGES": (2, 3, 4), "GROUP_M": (1, 8)},
+          block=TC_BLOCK, grid=TC_GRID, rules=tc_rules, owner=mma_sync.owner_wmma)
+register(Kernel(key="wmma_f16", title="WMMA, fp16 in, fp32 accumulate", dtype="float16", out_dtype="float16",
+                defaults=dict(_W_DEFAULTS), smem=_wmma_smem, sweep=_W_SWEEP, **_W))
+register(Kernel(key="wmma_bf16", title="WMMA, bf16 in, fp32 accumulate", dtype="bfloat16", out_dtype="bfloat16",
+                defaults=dict(_W_DEFAULTS), fixed={"BF16": 1}, smem=_wmma_smem, sweep=_W_SWEEP, **_W))
+# The pitfalls keep the sweep's base configuration (128 x 256 blocks).
+register(Kernel(key="wmma_wrong_layout_pitfall", title="pitfall: B fragment declared col_major",
+                dtype="float16", out_dtype="float16", defaults=dict(_W_SWEEP_BASE), fixed={"WRONG_LAYOUT": 1},
+                smem=_wmma_smem,
+                pitfall="matrix_b declared col_major over a row-major tile: load_matrix_sync reads every 16x16 "
+                        "block of B transposed; values look plausible, relative error ~1 (fails the fp16 check)",
+                **_W))
+register(Kernel(key="wmma_acc_f16_pitfall", title="pitfall: fp16 accumulator fragment",
+                dtype="float16", out_dtype="float16", defaults=dict(_W_SWEEP_BASE), fixed={"ACC_F16": 1},
+                smem=lambda p: _wmma_smem(p, acc_bytes=2, cpad=8),
+                pitfall="accumulator fragment in fp16: with all-positive inputs and large K the running sum's "
+                        "ulp outgrows the addends and the sum stops growing. Demo: A = B = 0.5 (exact in fp16), "
+                        "K = 65536: every k16 step adds 4; the true sum 16384 is exact in fp16 and wmma_f16 "
+                        "returns it, but an fp16 accumulator stops at 8192 (ulp 8: +4 is a tie, rounded back to "
+                        "even) after K = 32768. With random normal inputs the error is merely larger than fp32's.",
+                **_W))
+
+
+# ------------------------------------------------------------------ notebook calls
+def wrong_layout_run(shape=None, seed: int = 0) -> dict:
+    """Run the WMMA layout pitfall and the correct kernel on the same inputs.
+
+    Live: ``wmma_wrong_layout_pitfall`` and ``wmma_f16`` through
+    :func:`helpers.runtime.launch.gemm` on fresh fp16 inputs of ``shape`` (default
+    1024^3), outputs NaN-poisoned first, and the float64 reference of
+    :func:`helpers.runtime.verify.reference_gemm`; ``check`` is
+    :func:`helpers.runtime.verify.check`. Recorded: the same two kernels replayed by
+    :func:`emulate_wmma` on the CPU (default shape 128 x 256 x 64, one block),
+    and ``check`` is :func:`helpers.runtime.precision.check_host` (same tolerance, same
+    WrongResult). Returns {"C_wrong", "C_right", "ref" (device arrays live,
+    NumPy recorded), "check", "shape", "source", "where"}.
+    """
+    p = catalog.get("wmma_f16").params()
+    if gpu.live():
+        cp = gpu.cupy()
+        M, N, K = shape or (1024, 1024, 1024)
+        A = verify.random_matrix((M, K), "float16")
+        B = verify.random_matrix((K, N), "float16")
+        out = {}
+        for key, name in (("wmma_wrong_layout_pitfall", "C_wrong"), ("wmma_f16", "C_right")):
+            C = cp.empty((M, N), dtype=cp.float16)
+            verify.poison(C)
+            launch.gemm(key, A, B, C)
+            out[name] = C
+        return {**out, "ref": verify.reference_gemm(A, B), "check": verify.check, "shape": (M, N, K),
+                "source": "live", "where": results.where(True)}
+    M, N, K = shape or (128, 256, 64)
+    rng = np.random.default_rng(seed)
+    A = round_to(rng.standard_normal((M, K)), "float16")
+    B = round_to(rng.standard_normal((K, N)), "float16")
+    return {"C_wrong": emulate_wmma(A, B, p, wrong_layout=True), "C_right": emulate_wmma(A, B, p),
+            "ref": A.astype(np.float64) @ B.astype(np.float64), "check": precision.check_host,
+            "shape": (M, N, K), "source": "emulated",
+            "where": "replayed on the CPU by helpers.models.pipeline.emulate_wmma (no GPU here; the GPU run uses the real kernel)"}
+
+
+def side_by_side(run: dict, n: int = 6, row: int = 0) -> list[dict]:
+    """The first ``n`` elements of row ``row`` of C from :func:`wrong_layout_run`:
+    reference, correct kernel, wrong-layout kernel (host floats)."""
+    def host(x):
+        return np.asarray(x.get() if hasattr(x, "get") else x, dtype=np.float64)
+    ref, right, wrong = (host(run[k])[row, :n] for k in ("ref", "C_right", "C_wrong"))
+    return [{"element": f"C[{row}, {j}]", "float64 reference": round(float(ref[j]), 3),
+             "correct layout (row_major B)": round(float(right[j]), 3),
+             "wrong layout (col_major B)": round(float(wrong[j]), 3)} for j in range(n)]
+
+
+def fp16_accumulator_table() -> None:
+    """The fp16-accumulator table: exact sum, NumPy models and (when a GPU ran
+    them) both kernels, from :func:`helpers.runtime.precision.fp16_accumulator_results`.
+    AssertionError when the fp32-accumulating kernel is not exact."""
+    d = precision.fp16_accumulator_results()
+    d = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in d.items()}
+    rows = [{"accumulator": "exact (0.25 x K)", "C[i, j]": d["exact"], "how": "arithmetic"},
+            {"accumulator": "fp32, NumPy model", "C[i, j]": d["emulated_fp32"], "how": "NumPy float32 on the CPU"},
+            {"accumulator": "fp16, +4 per k16 step, NumPy model", "C[i, j]": d["emulated_fp16_k16"],
+             "how": f"NumPy float16 on the CPU; stops growing after k = {d['emulated_fp16_k16_stalls_at']}"},
+            {"accumulator": "fp16, +0.25 per k, NumPy model", "C[i, j]": d["emulated_fp16_scalar"],
+             "how": f"NumPy float16 on the CPU; stops growing after k = {d['emulated_fp16_scalar_stalls_at']}"}]
+    if d["recorded"] and d["kernel_fp32_acc"] is not None:
+        rows += [{"accumulator": "fp32: wmma_f16 kernel", "C[i, j]": d["kernel_fp32_acc"],
+                  "how": f"{d['where']}; all elements equal: {d['kernel_fp32_acc_all_equal']}"},
+                 {"accumulator": "fp16: wmma_acc_f16_pitfall kernel", "C[i, j]": d["kernel_fp16_acc"],
+                  "how": f"{d['where']}; all elements equal: {d['kernel_fp16_acc_all_equal']}"}]
+        assert d["kernel_fp32_acc"] == d["exact"], "the fp32-accumulating kernel must be exact here"
+        print(f"fp16 accumulator kernel: {d['kernel_fp16_acc']} of {d['exact']}; the NumPy model predicted "
+              f"{d['emulated_fp16_k16']}" + (" (agrees)" if d["kernel_fp16_acc"] == d["emulated_fp16_k16"] else ""))
+    else:
+        rows.append({"accumulator": "the kernels", "C[i, j]": None,
+                     "how": "not recorded yet: run this notebook on a GPU (or record extras.fp16_accumulator)"})
+    show.table(rows, ["accumulator", "C[i, j]", "how"],
+               f"C = A B with A = B = 0.5 in fp16, K = {d['K']}: every element should be {d['exact']:.0f}.")

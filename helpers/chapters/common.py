@@ -1,0 +1,226 @@
+"""Chapter-level things shared by several chapters: the banner, the running
+table, the live slider, the roofline cell, and the rule helpers of the catalog
+entries of chapters 4-7 (every rule mirrors a ``static_assert`` of its kernel).
+"""
+from __future__ import annotations
+
+import ipywidgets as w
+from IPython.display import display
+
+from helpers.figures import records, roofline as roofline_fig, show, sweep as sweep_fig
+from helpers.models.raster import cdiv
+from helpers.runtime import bench, catalog, gpu, launch, results, roofline, sweep
+from helpers.runtime.checks import multiple_of
+
+SMEM_OPTIN_SM90 = 232448      # bytes: the per-block opt-in limit of an H100/H200 (227 KB)
+
+# Blocks of the one-output-per-thread kernels of chapters 1-2, and their sweep.
+BLOCK_SWEEP = tuple({"BLOCK_X": x, "BLOCK_Y": y} for x, y in
+                    ((32, 1), (32, 2), (32, 4), (32, 8), (32, 16), (32, 32), (16, 16), (8, 32), (64, 4), (64, 8)))
+
+
+# Every FMA loads one float of A and one of B: 8 bytes per 2 FLOP, plus C once.
+def naive_bytes(p, s):
+    """Global bytes a one-output-per-thread fp32 GEMM requests on (M, N, K)."""
+    return 8 * s[0] * s[1] * s[2] + 4 * s[0] * s[1]
+
+
+# ------------------------------------------------------------------ rule helpers (chapters 4-7)
+def even_split(name, total, threads, what):
+    return (threads > 0 and total % threads == 0, name, total, f"must be a multiple of the {threads} threads ({what})")
+
+
+def divides_threads(name, v, threads, what):
+    return (v > 0 and threads % v == 0, name, v, f"must divide the {threads} threads per block ({what})")
+
+
+def staged(*groups):
+    """Rules in stages: each group (a function returning rules) is built only
+    if every rule of the groups before it holds, so later formulas never see
+    a broken geometry (e.g. zero threads)."""
+    out = []
+    for g in groups:
+        rules = g()
+        out += rules
+        if not all(r[0] for r in rules):
+            break
+    return out
+
+
+def threads_rules(t):
+    return [(t >= 32, "threads per block", t, "must be >= 32 (one warp)")]
+
+
+def static_smem_rule(floats, formula):
+    b = 4 * floats
+    return (b <= 48 * 1024, "static shared memory (bytes)", b,
+            f"{formula} must be <= 49152 (48 KB, the static limit; only cp_async uses dynamic shared memory)")
+
+
+# ------------------------------------------------------------------ Tensor Core entries (chapters 6-7)
+def tc_rules(p, s):
+    """Rules shared by the Tensor Core kernels of chapters 6 and 7 (16-bit
+    inputs, 16-byte cp.async chunks, 64x64 warp tiles at ~230 registers)."""
+    M, N, K = s
+    BM, BN, BK, WM, WN = p["BM"], p["BN"], p["BK"], p["WM"], p["WN"]
+    warps = (BM // WM) * (BN // WN) if BM % WM == 0 and BN % WN == 0 else 0
+    t = 32 * warps
+    return [
+        multiple_of("K", K, 8, "each row of A is copied in 16-byte chunks of 8 elements: "
+                               "rows must start 16-byte aligned and no chunk may straddle K"),
+        multiple_of("N", N, 8, "rows of B and C move in 16-byte chunks of 8 elements"),
+        (BM % WM == 0, "WM", WM, f"must divide BM={BM} (warp tiles tile the block tile)"),
+        (BN % WN == 0, "WN", WN, f"must divide BN={BN} (warp tiles tile the block tile)"),
+        (t in (128, 256), "threads per block", t,
+         f"must be 128 or 256 (BM/WM x BN/WN = {warps} warps; a 64x64 warp tile holds 128 fp32 "
+         "accumulators per thread, ~230 registers: at most 256 threads fit the 65536 registers of an SM)"),
+        (t == 0 or (BM * BK // 8) % t == 0, "BM*BK/8", BM * BK // 8,
+         f"16-byte chunks of the A tile must spread evenly over the {t} threads"),
+        (t == 0 or (BK * BN // 8) % t == 0, "BK*BN/8", BK * BN // 8,
+         f"16-byte chunks of the B tile must spread evenly over the {t} threads"),
+        (cdiv(M, BM) <= 65535, "M", M, f"needs ceil(M/BM) <= 65535 blocks along grid.y (BM={BM})"),
+    ]
+
+
+TC_BLOCK = lambda p: ((p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32, 1, 1)  # noqa: E731
+TC_GRID = lambda p, s: (cdiv(s[1], p["BN"]), cdiv(s[0], p["BM"]), 1)          # noqa: E731
+
+
+# ------------------------------------------------------------------ notebook calls
+def banner() -> None:
+    """Display whether this notebook runs live (and on which GPU) or recorded."""
+    if gpu.live():
+        info = gpu.device_info()
+        show.note(f"**Live mode.** Kernels are compiled and measured on this machine's "
+                  f"{info['name']} (sm_{info['cc'][0]}{info['cc'][1]}, {info['sms']} SMs). Every speed "
+                  "below is compared with a reference timed in the same run.", title="Where the numbers come from")
+    else:
+        data = results.load()
+        show.note(f"**Recorded mode: no CUDA GPU is visible here.** Figures are computed, but "
+                  f"measurements are read from `results/{results.DEFAULT_SLUG}.json`, recorded on "
+                  f"{results.describe(data['provenance'], data)}. Run the notebook on a GPU to measure your own.",
+                  title="Where the numbers come from")
+
+
+# The kernel that stands for each heaven in the running table (its default parameters).
+HEADLINE = {1: "naive_yfirst", 2: "vec4", 3: "smem_tiled", 4: "tile1d_swizzle", 5: "cp_async",
+            6: "wmma_f16", 7: "mma_sync_f16"}
+
+
+def running(upto: int, shape=(4096, 4096, 4096)) -> list:
+    """Measure (or read) the headline kernel of every heaven from 1 to ``upto``.
+
+    FP32 heavens run in one call (one cuBLAS SGEMM reference); each Tensor
+    Core dtype runs in its own call with its own cuBLAS reference. Heavens
+    whose headline kernel is not in the catalog are left out."""
+    keys = [HEADLINE[h] for h in sorted(HEADLINE) if h <= upto and HEADLINE[h] in catalog.KERNELS]
+    by_dtype: dict = {}
+    for k in keys:
+        by_dtype.setdefault(catalog.get(k).dtype, []).append(k)
+    recs = []
+    for dt, ks in by_dtype.items():
+        recs += bench.gemm(ks, shape, dtype=dt)
+    return sorted(recs, key=lambda r: r["chapter"])
+
+
+def show_running(recs: list) -> None:
+    """The running table: one row per heaven, TFLOP/s and ratio to cuBLAS of its dtype."""
+    rows = [{"heaven": r["chapter"], "kernel": r.get("title", r["kernel"]), "dtype": r["dtype"],
+             "TFLOP/s": r["value"], "cuBLAS TFLOP/s": r["reference_value"], "ratio": r["ratio"]} for r in recs]
+    wh = bench.where(recs)
+    show.table(rows, list(rows[0]) if rows else ["heaven"],
+               f"The heavens so far at 4096^3, each against cuBLAS of its dtype in the same run. {wh[0].upper() + wh[1:]}.")
+
+
+def show_roofline(recs: list, title: str = "Roofline") -> dict:
+    """Measure (or read) this GPU's ceilings and display the roofline with ``recs`` on it; returns the ceilings."""
+    ceil = roofline.ceilings()
+    show.figure(roofline_fig.figure(recs, ceil, title=title))
+    return ceil
+
+
+def show_records(recs: list, caption: str = "", bar_title: str | None = None) -> None:
+    """The records as a table (and, with ``bar_title``, as bars of their ratio to the same-run reference)."""
+    records.show_table(recs, caption)
+    if bar_title:
+        show.figure(records.bar(recs, bar_title))
+
+
+def live_slider(key: str, shape, choices: dict | None = None):
+    """ipywidgets controls for kernel ``key`` (live only; returns None without a GPU).
+
+    Each change validates the combination in Python first; an invalid one
+    shows the rule it breaks. A valid one is compiled (cached) and measured,
+    and the result line shows TFLOP/s or GB/s, the ratio to the same-run
+    reference, registers, shared memory, spills and theoretical occupancy.
+    """
+    if not show.live_controls():       # no GPU, or batch execution
+        return None
+    spec = catalog.get(key)
+    choices = choices or spec.slider_choices
+    ctl = {n: w.SelectionSlider(options=list(v), value=spec.defaults[n], description=n,
+                                continuous_update=False) for n, v in choices.items()}
+    out = w.Output()
+
+    def on_change(_=None):
+        p = {n: c.value for n, c in ctl.items()}
+        out.clear_output()
+        with out:
+            try:
+                L = launch.prepare(key, shape, **p)
+            except ValueError as e:
+                print(f"refused before launch: {e}")
+                return
+            measure = bench.gemm if spec.op == "gemm" else bench.transpose
+            r = measure([(key, p)], shape)[0]
+            res = L.resources()
+            label = " ".join(f"{n}={p[n]}" for n in choices)
+            print(f"{label}: {r['value']:.2f} {r['metric']} = {r['ratio']:.3f} x {r['reference']} "
+                  f"(same run), rel_err {r['rel_err']:.1e}; {res['registers']} regs, "
+                  f"{res['smem_static'] + res['smem_dynamic']} B smem, {res['local_bytes']} B local, "
+                  f"occupancy {res['occupancy']:.0%} ({res['limited_by']})")
+
+    for c in ctl.values():
+        c.observe(on_change, names="value")
+    box = w.VBox([*ctl.values(), out])
+    display(box)
+    on_change()
+    return box
+
+
+def artifact_note(name: str, what: str, script: str) -> tuple[dict | None, str]:
+    """The Nsight Compute artifact ``name`` (:func:`helpers.runtime.results.artifact`)
+    and a caption fragment saying where it came from; when it is absent, also
+    display a note saying it is not recorded yet and how to record it (``script``)."""
+    doc = results.artifact(name)
+    where = results.artifact_where(doc, name)
+    if doc is None:
+        show.note(f"{what}: **not recorded yet** (`results/{results.DEFAULT_SLUG}-{name}.json` is written on a GPU "
+                  f"by `{script}`). The table shows the model only.", title="Measurement")
+    return doc, where
+
+
+def show_sweep(key: str, shape, names=None, title: str = "", labels: str = "plain", only_names: bool = False,
+               live: bool = True) -> list:
+    """Measure (or read) kernel ``key`` over its recorded sweep, draw it, and
+    (``live``) add the live slider. ``only_names``: only the sweep points that
+    change nothing but ``names`` (:func:`helpers.runtime.sweep.sweep_points`).
+    ``labels``: "plain" (:func:`helpers.figures.sweep.figure` labelled by
+    ``names``), "changes" (each bar by what it changes from the most common
+    configuration, which is printed) or "full" (all of ``names``, room for long
+    labels). Returns the records."""
+    points = sweep.sweep_points(key, names) if only_names else None
+    recs = sweep.run(key, shape, points=points)
+    if labels == "plain":
+        fig = sweep_fig.figure(recs, names, title=title)
+    elif labels == "changes":
+        fig, base = sweep_fig.labelled_figure(recs, title=title)
+        print(f"{key}: each bar is labelled by what it changes from " + " ".join(f"{k}={v}" for k, v in base.items()))
+    elif labels == "full":
+        fig, _ = sweep_fig.labelled_figure(recs, names, title=title, short=False)
+    else:
+        raise ValueError(f"labels={labels!r}: must be 'plain', 'changes' or 'full'")
+    show.figure(fig)
+    if live:
+        live_slider(key, shape)
+    return recs

@@ -1,0 +1,1 @@
+"""Every Plotly figure and every display (tables, notes, sources) of the book; one shared style."""

@@ -1,0 +1,97 @@
+"""Parameter sweeps as bars with a Plotly-native slider (works in the static book).
+
+:func:`figure` draws one bar per configuration and a slider that highlights
+one at a time; :func:`labelled_figure` labels each bar by what it changes from
+the most common configuration (long sweeps over many parameters stay readable).
+The measurement is :func:`helpers.runtime.sweep.run`; the live ipywidgets
+twin is :func:`helpers.chapters.common.live_slider`.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import plotly.graph_objects as go
+
+from helpers.runtime.bench import where
+
+
+def _label(params: dict, names) -> str:
+    return " ".join(f"{n}={params[n]}" for n in names)
+
+
+def figure(recs: list, names=None, title: str = ""):
+    """Bars of a sweep (one per configuration), with a Plotly slider that
+    highlights one bar and shows its numbers. Records with no value are shown
+    as empty bars labelled 'not recorded'."""
+
+    if not recs:
+        raise ValueError("recs=[]: nothing to draw")
+    names = names or [k for k in recs[0]["params"] if len({str(r["params"].get(k)) for r in recs}) > 1]
+    labels = [_label(r["params"], names) for r in recs]
+    vals = [r["value"] if r["value"] is not None else 0 for r in recs]
+    unit = recs[0]["metric"]
+    ref = recs[0].get("reference", "")
+
+    def info(r):
+        if r["value"] is None:
+            return "not recorded"
+        s = f"{r['value']:.2f} {unit} = {r['ratio']:.3f} x {ref}"
+        res = r.get("resources")
+        if res:
+            s += (f"; {res['registers']} regs, {res['smem_static'] + res.get('smem_dynamic', 0)} B smem, "
+                  f"{res['local_bytes']} B local, occupancy {res['occupancy']:.0%} ({res['limited_by']})")
+        return s
+
+    best = max(range(len(recs)), key=lambda i: vals[i])
+    colors = lambda i: ["#d62728" if j == i else ("#1f77b4" if recs[j]["value"] is not None else "#cccccc")
+                        for j in range(len(recs))]
+    wh = where(recs)
+    head = lambda i: (f"{title}: {labels[i]} -> {info(recs[i])}<br><sup>{wh}</sup>")
+    fig = go.Figure(go.Bar(x=labels, y=vals, marker_color=colors(best),
+                           hovertext=[info(r) for r in recs], hoverinfo="x+text"))
+    steps = [dict(method="update", label=labels[i],
+                  args=[{"marker.color": [colors(i)]}, {"title.text": head(i)}, [0]]) for i in range(len(recs))]
+    fig.update_layout(title=dict(text=head(best), x=0.01, font=dict(size=13)),
+                      yaxis_title=unit, height=420, margin=dict(l=60, r=20, t=80, b=40),
+                      xaxis=dict(tickangle=-30, tickfont=dict(size=10)),
+                      sliders=[dict(active=best, steps=steps, currentvalue=dict(prefix="config: "),
+                                    pad=dict(t=60))])
+    return fig
+
+
+def sweep_base(recs: list) -> dict:
+    """The most common value of each parameter over a sweep's records (the
+    configuration most points vary from)."""
+    names = list(recs[0]["params"])
+    return {n: Counter(r["params"][n] for r in recs).most_common(1)[0][0] for n in names}
+
+
+def labelled_figure(recs: list, names=None, title: str = "", short: bool = True):
+    """:func:`figure` with room under the bars for long configuration labels.
+
+    ``names``: the parameters to label with (default: those that vary over
+    ``recs``). ``short=True``: each bar is labelled by what it changes from
+    :func:`sweep_base` ("base" for the base itself), so that sweeps over many
+    parameters stay readable; ``short=False``: every bar names all of
+    ``names``. Bars, slider and title otherwise as :func:`figure`.
+    Returns (figure, base). Raises ValueError for ``recs=[]``."""
+    if not recs:
+        raise ValueError("recs=[]: nothing to draw")
+    base = sweep_base(recs)
+    names = list(names) if names else [n for n in base if len({str(r["params"][n]) for r in recs}) > 1]
+    fig = figure(recs, names, title=title)
+    labels = [" ".join(f"{n}={r['params'][n]}" for n in names) for r in recs]
+    if short:
+        full = labels
+        labels = [" ".join(f"{n}={r['params'][n]}" for n in names if r["params"][n] != base[n]) or "base"
+                  for r in recs]
+        fig.data[0].x = labels
+        for st, old, new in zip(fig.layout.sliders[0].steps, full, labels):
+            st.label = new
+            st.args[1]["title.text"] = st.args[1]["title.text"].replace(old, new, 1)
+        best = fig.layout.sliders[0].active
+        fig.layout.title.text = fig.layout.title.text.replace(full[best], labels[best], 1)
+    room = int(3.4 * max(len(s) for s in labels))      # tick labels at -30 degrees, ~6.5 px per character
+    fig.update_layout(height=420 + room)
+    fig.layout.sliders[0].pad.t = 30 + room
+    return fig, base

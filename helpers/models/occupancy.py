@@ -1,0 +1,61 @@
+"""Theoretical occupancy: resident blocks and warps per SM of one launch configuration.
+
+The CUDA Occupancy Calculator's model, the one occupancy model of the book
+(chapters 5-7 tables, the sweep figures, the live slider). Pure Python.
+"""
+from __future__ import annotations
+
+
+# Per-SM limits by architecture. Source: CUDA C++ Programming Guide,
+# "Technical Specifications per Compute Capability" (8.0 and 9.0: 64K 32-bit
+# registers, 2048 resident threads = 64 warps, 32 resident blocks, 164 KB /
+# 228 KB shared memory per SM with up to 163 KB / 227 KB per block, 255
+# registers per thread), and the CUDA Occupancy Calculator (register
+# allocation unit: 256 registers per warp; 1 KB of shared memory reserved per block).
+DEVICE_LIMITS = {
+    "sm_80": {"regs_per_sm": 65536, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32,
+              "smem_per_sm": 167936, "smem_per_block_max": 166912,
+              "smem_reserved_per_block": 1024, "reg_alloc_unit": 256, "max_regs_per_thread": 255},
+    "sm_90": {"regs_per_sm": 65536, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32,
+              "smem_per_sm": 233472, "smem_per_block_max": 232448,
+              "smem_reserved_per_block": 1024, "reg_alloc_unit": 256, "max_regs_per_thread": 255},
+}
+
+
+def occupancy(registers: int, threads: int, smem_bytes: int = 0, arch: str | dict | None = None) -> dict:
+    """Theoretical occupancy of one launch configuration (CUDA Occupancy Calculator model).
+
+    ``registers`` per thread (nvcc -Xptxas -v or the driver), ``threads`` per
+    block, ``smem_bytes`` per block (static + dynamic), ``arch`` "sm_80" or
+    "sm_90" (None: sm_90), or a dict of limits shaped like
+    :data:`DEVICE_LIMITS` (the runtime passes this GPU's own). Registers are allocated per
+    warp in units of 256; each block's shared memory is ``smem_bytes`` plus the
+    1 KB the system reserves. Returns ``{"blocks_per_sm", "warps_per_sm",
+    "occupancy" (resident threads / max), "limited_by" ("threads", "blocks",
+    "registers" or "shared memory"), "limits": blocks allowed by each}``.
+    Raises ValueError for a block that cannot run at all.
+    """
+    if isinstance(arch, dict):
+        d = arch
+    else:
+        arch = arch or "sm_90"
+        if arch not in DEVICE_LIMITS:
+            raise ValueError(f"arch={arch!r}: must be one of {tuple(DEVICE_LIMITS)}")
+        d = DEVICE_LIMITS[arch]
+    if not 1 <= threads <= 1024:
+        raise ValueError(f"threads={threads}: must be in [1, 1024]")
+    if not 1 <= registers <= d["max_regs_per_thread"]:
+        raise ValueError(f"registers={registers}: must be in [1, {d['max_regs_per_thread']}]")
+    if smem_bytes > d["smem_per_block_max"]:
+        raise ValueError(f"smem_bytes={smem_bytes}: must be <= {d['smem_per_block_max']}")
+    warps = -(-threads // 32)
+    regs_per_warp = -(-registers * 32 // d["reg_alloc_unit"]) * d["reg_alloc_unit"]
+    lim = {"threads": d["max_threads_per_sm"] // (warps * 32), "blocks": d["max_blocks_per_sm"],
+           "registers": d["regs_per_sm"] // (regs_per_warp * warps)}
+    if smem_bytes > 0:
+        lim["shared memory"] = d["smem_per_sm"] // (smem_bytes + d["smem_reserved_per_block"])
+    blocks = min(lim.values())
+    order = ("threads", "blocks", "registers", "shared memory")     # ties: fixed limits first
+    limiter = min((k for k in order if k in lim), key=lambda k: (lim[k], order.index(k)))
+    return {"blocks_per_sm": blocks, "warps_per_sm": blocks * warps,
+            "occupancy": blocks * warps * 32 / d["max_threads_per_sm"], "limited_by": limiter, "limits": lim}

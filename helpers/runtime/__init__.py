@@ -1,0 +1,1 @@
+"""The runtime: compile, check, launch, verify, time and record kernels. No chapter knowledge, no Plotly."""
