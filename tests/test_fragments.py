@@ -13,7 +13,7 @@ import itertools
 import numpy as np
 import pytest
 
-from helpers.models import fragments as F, mma_sync as mma, pipeline as pipe, raster
+from helpers.models import banks, fragments as F, mma_sync as mma, pipeline as pipe, raster
 from helpers.runtime import catalog, ncu as ncu_tool
 
 P07 = dict(mma.MMA_TEACHING)   # the configuration these hand-derived numbers describe
@@ -100,10 +100,10 @@ def test_swizzle_is_a_permutation_inside_each_line_and_row_group(R):
 
 def test_bank_groups_and_wavefronts():
     assert F.bank_group(0) == 0 and F.bank_group(16) == 1 and F.bank_group(128) == 0
-    assert F.wavefronts([16 * i for i in range(8)]) == 1             # one 128-byte line
-    assert F.wavefronts([128 * i for i in range(8)]) == 8            # same banks, 8 rows
-    assert F.wavefronts([0] * 8) == 1                                # broadcast
-    assert F.wavefronts([64 * i for i in range(8)]) == 4             # 64-byte rows: 2 groups
+    assert banks.phase_cost([16 * i for i in range(8)], 16) == 1             # one 128-byte line
+    assert banks.phase_cost([128 * i for i in range(8)], 16) == 8            # same banks, 8 rows
+    assert banks.phase_cost([0] * 8, 16) == 1                                # broadcast
+    assert banks.phase_cost([64 * i for i in range(8)], 16) == 4             # 64-byte rows: 2 groups
 
 
 def _sweep_configs(key):

@@ -126,6 +126,24 @@ def phases(addrs, width: int, load: bool = True) -> list[list[int]]:
     return [list(range(s, s + per)) for s in range(0, 32, per)]
 
 
+def phase_cost(byte_addrs, width: int = 4) -> int:
+    """Wavefronts one phase of a shared-memory request needs: the largest number
+    of distinct 4-byte words it asks of any one bank (several lanes reading the
+    same word cost nothing extra: a broadcast). ``byte_addrs``: the phase's
+    byte addresses (None for an inactive lane), ``width`` bytes each. 0 when no
+    lane is active. The one bank model of the book: :func:`wavefronts` (whole
+    warps, chapters 0 and 4) and :func:`helpers.models.fragments.phase_wavefronts`
+    (ldmatrix and cp.async, chapters 6-7) cost every phase with it."""
+    words_in_bank: dict[int, set] = {}
+    for a in byte_addrs:
+        if a is None:
+            continue
+        a = int(a)
+        for w in range(a // WORD, (a + width) // WORD):
+            words_in_bank.setdefault(w % BANKS, set()).add(w)
+    return max((len(s) for s in words_in_bank.values()), default=0)
+
+
 def wavefronts(addrs, width: int = 4, load: bool = True) -> dict:
     """Cost of one warp shared-memory instruction.
 
@@ -143,14 +161,8 @@ def wavefronts(addrs, width: int = 4, load: bool = True) -> dict:
             raise ValueError(f"address={a}: must be a multiple of width={width} (aligned access)")
     per_phase = []
     for lanes in phases(addrs, width, load):
-        words_in_bank: dict[int, set] = {}
-        for n in lanes:
-            if addrs[n] is None:
-                continue
-            for w in range(addrs[n] // WORD, (addrs[n] + width) // WORD):
-                words_in_bank.setdefault(w % BANKS, set()).add(w)
-        if words_in_bank:
-            per_phase.append(max(len(s) for s in words_in_bank.values()))
+        if any(addrs[n] is not None for n in lanes):
+            per_phase.append(phase_cost([addrs[n] for n in lanes], width))
     wf = sum(per_phase)
     return {"wavefronts": wf, "conflicts": wf - len(per_phase), "phases": per_phase,
             "ways": max(per_phase, default=0)}

@@ -44,7 +44,8 @@ do, so that figures can draw it and tests can check it:
     ``4g .. 4g+3`` with ``g = (a // 16) % 8``, its *bank group*. A phase of
     8 lanes x 16 bytes needs as many wavefronts (128-byte passes) as the
     largest number of distinct 4-byte words that it asks of one bank
-    (:func:`wavefronts`); the excess over one is its bank conflicts.
+    (:func:`helpers.models.banks.phase_cost`, the one bank model); the excess
+    over one is its bank conflicts.
 
 (d) in :mod:`helpers.models.mma_sync`: **Predicted Nsight Compute counters** (:func:`predict_ncu_mma_sync`,
     :func:`predict_ncu_wmma_ldsm`), derived by enumerating every ldmatrix and
@@ -71,8 +72,8 @@ import functools
 
 import numpy as np
 
-BANKS = 32                 # shared-memory banks
-BANK_BYTES = 4             # bytes per bank word
+from .banks import BANKS, WORD as BANK_BYTES, phase_cost
+
 LINE_BYTES = BANKS * BANK_BYTES   # 128: one wavefront
 CHUNK = 16                 # bytes per ldmatrix row / cp.async
 
@@ -213,20 +214,10 @@ def bank_group(byte_addr):
     return (np.asarray(byte_addr) // CHUNK) % (BANKS * BANK_BYTES // CHUNK)
 
 
-def wavefronts(byte_addrs, width: int = CHUNK) -> int:
-    """Wavefronts one phase of accesses needs: the largest number of distinct
-    4-byte words requested from any one bank (same word = broadcast, free)."""
-    words_per_bank: dict[int, set] = {}
-    for a in np.asarray(byte_addrs).ravel():
-        for w in range(int(a) // BANK_BYTES, (int(a) + width) // BANK_BYTES):
-            words_per_bank.setdefault(w % BANKS, set()).add(w)
-    return max((len(s) for s in words_per_bank.values()), default=0)
-
-
 def phase_wavefronts(byte_addrs32, phase_lanes: int = 8, width: int = CHUNK) -> list[int]:
     """Wavefronts of each phase of a warp-wide 16-byte access: lanes are taken
     ``phase_lanes`` at a time (8 x 16 B = 128 B). For ldmatrix a phase is one
     8x8 matrix (PTX: lanes 8j..8j+7 address matrix j); for 16-byte LDGSTS we
     assume quarter-warps, the rule documented for 128-bit accesses."""
     a = np.asarray(byte_addrs32)
-    return [wavefronts(a[i:i + phase_lanes], width) for i in range(0, len(a), phase_lanes)]
+    return [phase_cost(a[i:i + phase_lanes], width) for i in range(0, len(a), phase_lanes)]

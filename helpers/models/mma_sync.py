@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fragments import CHUNK, fragment_grid, phase_wavefronts, swizzle, wavefronts
+from .banks import phase_cost
+from .fragments import CHUNK, fragment_grid, phase_wavefronts, swizzle
 from .raster import cdiv, tile_of_block
 
 # The configurations chapter 7's prose, its swizzle figure and table, and the recorded
@@ -246,7 +247,7 @@ def predict_ncu_wmma_ldsm(p: dict, shape: tuple) -> dict:
         wf = 0
         for quarter in range(4):
             r0, c0 = (quarter % 2) * 8, (quarter // 2) * 16
-            wf += wavefronts([(r0 + r) * pitch + c0 for r in range(8)])
+            wf += phase_cost([(r0 + r) * pitch + c0 for r in range(8)], CHUNK)
         per_frag[name] = wf
     n_frag = (BK // 16) * warps * cdiv(K, BK) * cdiv(N, BN) * cdiv(M, BM)
     ldsm = n_frag * (WM // 16 + WN // 16)

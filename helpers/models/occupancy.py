@@ -5,6 +5,8 @@ The CUDA Occupancy Calculator's model, the one occupancy model of the book
 """
 from __future__ import annotations
 
+from .raster import cdiv
+
 
 # Per-SM limits by architecture. Source: CUDA C++ Programming Guide,
 # "Technical Specifications per Compute Capability" (8.0 and 9.0: 64K 32-bit
@@ -48,8 +50,8 @@ def occupancy(registers: int, threads: int, smem_bytes: int = 0, arch: str | dic
         raise ValueError(f"registers={registers}: must be in [1, {d['max_regs_per_thread']}]")
     if smem_bytes > d["smem_per_block_max"]:
         raise ValueError(f"smem_bytes={smem_bytes}: must be <= {d['smem_per_block_max']}")
-    warps = -(-threads // 32)
-    regs_per_warp = -(-registers * 32 // d["reg_alloc_unit"]) * d["reg_alloc_unit"]
+    warps = cdiv(threads, 32)
+    regs_per_warp = cdiv(registers * 32, d["reg_alloc_unit"]) * d["reg_alloc_unit"]
     lim = {"threads": d["max_threads_per_sm"] // (warps * 32), "blocks": d["max_blocks_per_sm"],
            "registers": d["regs_per_sm"] // (regs_per_warp * warps)}
     if smem_bytes > 0:
