@@ -19,30 +19,33 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def jobs(combos: int):
+def jobs(combos: int, chapters=None):
     from helpers.runtime import catalog, gpu
     limit = gpu.device_info()["smem_per_block_optin"]
+    cc = gpu.device_info()["cc"]
     out = set()
     for key, spec in catalog.KERNELS.items():
+        if (chapters is not None and spec.chapter not in chapters) or not spec.runs_on(cc):
+            continue
         for p in spec.slider_configs(combos, smem_limit=limit):
             d = spec.defines(p)
-            out.add((spec.file, spec.entry, tuple(sorted(d.items()))))
+            out.add((spec.file, spec.entry, tuple(sorted(d.items())), spec.compile_options))
             if spec.owner is not None:
-                out.add((spec.file, spec.entry, tuple(sorted({**d, "RECORD_OWNER": 1}.items()))))
+                out.add((spec.file, spec.entry, tuple(sorted({**d, "RECORD_OWNER": 1}.items())), spec.compile_options))
     from helpers.runtime import probes          # chapter 7's leave-one-stage-out builds (defaults only)
-    for key in ("mma_sync_f16", "mma_sync_bf16"):
+    for key in ("mma_sync_f16", "mma_sync_bf16") if chapters is None or 7 in chapters else ():
         spec = catalog.get(key)
         for n, _, _ in probes.LADDER[1:]:
-            out.add((spec.file, spec.entry, tuple(sorted({**spec.defines(spec.defaults), "PROBE": n}.items()))))
+            out.add((spec.file, spec.entry, tuple(sorted({**spec.defines(spec.defaults), "PROBE": n}.items())), ()))
     return sorted(out)
 
 
 def compile_one(job):
     from helpers.runtime import compile as kc
-    file, entry, defines = job
+    file, entry, defines, options = job
     t0 = time.time()
     try:
-        kc.build(file, entry, dict(defines))
+        kc.build(file, entry, dict(defines), extra_options=options)
         return None, time.time() - t0
     except Exception as e:          # reported, not fatal: the tests will show it again
         return f"{file} {entry} {dict(defines)}: {str(e).splitlines()[0]}", time.time() - t0
@@ -52,8 +55,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--combos", type=int, default=int(os.environ.get("GEMM_BOOK_MAX_COMBOS", "48")))
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
+    ap.add_argument("--chapters", type=int, nargs="*", default=None, help="only these chapters' kernels")
     a = ap.parse_args()
-    todo = jobs(a.combos)
+    todo = jobs(a.combos, a.chapters)
     t0 = time.time()
     # spawn, not fork: the parent has initialized CUDA, which a forked child cannot use
     with multiprocessing.get_context("spawn").Pool(a.jobs) as pool:

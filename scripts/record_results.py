@@ -20,6 +20,8 @@ from helpers.runtime import bench, catalog, gpu, results, roofline, sweep, timin
 
 GEMM_SHAPE = (4096, 4096, 4096)
 T_SHAPE = (4096, 4096)
+# Chapters that also record their defaults at a larger size (chapter 10's ladder at 8192^3).
+EXTRA_SHAPES = {10: [(8192, 8192, 8192)]}
 
 
 def measure(key, shape, params=None):
@@ -56,6 +58,7 @@ def main():
         recs = [measure(key, shape)]
         if not args.quick and spec.sweep:
             recs = sweep.run(key, shape)
+        recs += [measure(key, s) for s in EXTRA_SHAPES.get(spec.chapter, [])]
         runs += recs
         for r in recs:
             v = "WRONG (pitfall)" if r["value"] is None else f"{r['value']:9.2f} {r['metric']:7s} ratio {r['ratio']:.3f}"

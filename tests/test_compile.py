@@ -14,7 +14,7 @@ from helpers.runtime import catalog, compile as kc
 NVCC = kc.nvcc_path()
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc not found (PATH, $CUDA_PATH/bin, /usr/local/cuda/bin): "
                                                      "compile checks need the CUDA toolkit's compiler")
-SMEM_LIMIT = {"sm_80": 166912, "sm_90": 232448}   # per-block opt-in maximum (bytes), CUDA Programming Guide table
+SMEM_LIMIT = {"sm_80": 166912, "sm_90": 232448, "sm_90a": 232448}   # per-block opt-in maximum (bytes), CUDA Programming Guide table
 
 CASES = [(key, i, p) for key, spec in catalog.KERNELS.items() for i, p in enumerate(spec.configs())]
 
@@ -27,6 +27,10 @@ def _spills_on_purpose(spec) -> bool:
 @pytest.mark.parametrize("key,i,params", CASES, ids=[f"{k}-{i}" for k, i, _ in CASES])
 def test_nvcc_compiles_without_spills(key, i, params, arch):
     spec = catalog.get(key)
+    if spec.arch_specific:             # sm_90a machine code (chapter 10): one target, checked once
+        if arch != "sm_90":
+            pytest.skip(f"{key} is {spec.needs()}: compiled for that target only")
+        arch = "sm_90a"
     if spec.smem(params) > SMEM_LIMIT[arch]:
         pytest.skip(f"{key} {params} needs {spec.smem(params)} B of shared memory, more than {arch} allows "
                     f"({SMEM_LIMIT[arch]}); the catalog refuses it at launch there")
@@ -42,7 +46,8 @@ def test_nvcc_compiles_without_spills(key, i, params, arch):
 def test_instrumented_builds_compile():
     for key, spec in catalog.KERNELS.items():
         if spec.owner is not None:
-            r = kc.nvcc_check(spec.file, spec.entry, {**spec.defines(spec.defaults), "RECORD_OWNER": 1})
+            r = kc.nvcc_check(spec.file, spec.entry, {**spec.defines(spec.defaults), "RECORD_OWNER": 1},
+                              arch="sm_90a" if spec.arch_specific else "sm_90")
             assert r["registers"] > 0
 
 

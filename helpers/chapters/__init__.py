@@ -2,4 +2,4 @@
 book/NN_name.ipynb form one column): its kernels' catalog entries and the thin
 functions its notebook calls. Importing this package registers every entry."""
 from . import (ch00_measuring, ch01_naive, ch02_vectorized, ch03_smem_tiling,  # noqa: F401
-               ch04_bank_conflicts, ch05_register_tiling, ch06_wmma, ch07_mma_sync, common)
+               ch04_bank_conflicts, ch05_register_tiling, ch06_wmma, ch07_mma_sync, ch10_hopper, common)

@@ -104,7 +104,7 @@ def banner() -> None:
 
 # The kernel that stands for each heaven in the running table (its default parameters).
 HEADLINE = {1: "naive_yfirst", 2: "vec4", 3: "smem_tiled", 4: "tile1d_swizzle", 5: "cp_async",
-            6: "wmma_f16", 7: "mma_sync_f16"}
+            6: "wmma_f16", 7: "mma_sync_f16", 10: "hopper_r5_tma_store_f16"}
 
 
 def running(upto: int, shape=(4096, 4096, 4096)) -> list:

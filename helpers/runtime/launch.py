@@ -79,7 +79,7 @@ def resources_of(key: str, shape: tuple, **params) -> dict:
         r = prepare(key, shape, **p).resources()
         return {**r, "spill_bytes": r["local_bytes"],
                 "source": f"compiled with NVRTC, read from the CUDA driver on {gpu.device_info()['name']}"}
-    n = kc.nvcc_check(spec.file, spec.entry, spec.defines(p), arch="sm_90")
+    n = kc.nvcc_check(spec.file, spec.entry, spec.defines(p), arch="sm_90a" if spec.arch_specific else "sm_90")
     r = {"threads": spec.threads(p), "registers": n["registers"], "smem_static": n["smem_static"],
          "smem_dynamic": spec.smem(p), "spill_bytes": n["spill_stores"] + n["spill_loads"]}
     r.update(occupancy(r["registers"], r["threads"], r["smem_static"] + r["smem_dynamic"], arch="sm_90"))

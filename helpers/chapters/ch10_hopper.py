@@ -1,0 +1,209 @@
+"""Chapter 10, the Hopper summit: TMA, wgmma, warp specialization, persistent tiles,
+clusters and a TMA-store epilogue (kernels/10_hopper.cu, sm_90a only).
+
+The catalog entries (five rungs, two dtypes each), the TMA argument builder the
+launcher calls, and the thin functions the notebook calls: the swizzle check
+against a tile TMA wrote, the descriptor table, the accumulator-layout check,
+the pipeline model and the ladder.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from helpers.figures import hopper as hopper_fig, records, show
+from helpers.models import hopper as model
+from helpers.models.raster import cdiv
+from helpers.runtime import bench, catalog, compile as kc, gpu, launch, tma, verify
+from helpers.runtime.catalog import Kernel, register
+from helpers.runtime.checks import multiple_of
+
+FILE = "10_hopper.cu"
+BK, BN = 64, 256                  # fixed by the kernel (static_asserts): one 128-byte swizzle row of K, wgmma n256
+SM90A = ("-arch=sm_90a",)         # wgmma and setmaxnreg exist only in sm_90a machine code
+H200_SMS = 132                    # the recorded GPU's SM count (persistent grids without a GPU here)
+
+
+def _bm(p) -> int:
+    return 64 if "PERSISTENT" not in p else 128
+
+
+def _smem(p) -> int:
+    """Dynamic shared memory, bytes: 1 KB alignment slack, the ring (A and B tiles per
+    stage), the epilogue staging buffers (EPI_TMA), two mbarriers per stage."""
+    ring = p["STAGES"] * (_bm(p) * BK * 2 + BK * BN * 2)
+    return 1024 + ring + p.get("EPI_TMA", 0) * 2 * 64 * 128 * 2 + 2 * p["STAGES"] * 8
+
+
+def _grid(p, s):
+    M, N, _ = s
+    if "PERSISTENT" not in p:                                   # rung 1: one 64 x 256 tile per block
+        return (cdiv(N, BN), cdiv(M, 64), 1)
+    cl = p["CLUSTER_M"]
+    tiles = cdiv(cdiv(M, 128), cl) * cdiv(N, BN)                 # row units of CLUSTER_M tiles x column tiles
+    if not p["PERSISTENT"]:
+        return (tiles * cl, 1, 1)
+    sms = gpu.device_info()["sms"] if gpu.live() else H200_SMS
+    return (max(cl, min(sms - sms % cl, tiles * cl)), 1, 1)     # one CTA per SM, whole clusters
+
+
+def _rules(p, s):
+    M, N, K = s
+    return [
+        multiple_of("K", K, 8, "TMA: the row pitch of A (K x 2 bytes) must be a multiple of 16 bytes"),
+        multiple_of("N", N, 8, "TMA: the row pitch of B and C (N x 2 bytes) must be a multiple of 16 bytes"),
+        (2 <= p["STAGES"] <= 4, "STAGES", p["STAGES"], "must be 2..4 (static_assert in the kernel)"),
+        (max(M, N, K) < 2 ** 31, "M, N, K", (M, N, K), "must each be < 2^31 (32-bit tile coordinates)"),
+    ] + ([(p["CLUSTER_M"] in (1, 2), "CLUSTER_M", p["CLUSTER_M"], "must be 1 or 2 (clusters along M)")]
+         if "CLUSTER_M" in p else [])
+
+
+def _args(p, A, B, C, M, N, K, *extra):
+    """The kernel arguments: TMA descriptors of A (box 64 k x BM rows), B (box 64 n x 64 k)
+    and, for rungs 2-5, C (box 64 x 64, read with EPI_TMA=1), then C, M, N, K and any
+    ``extra`` (the owner array of a RECORD_OWNER build)."""
+    maps = (tma.tensor_map("A", A, _bm(p), BK), tma.tensor_map("B", B, BK, 64))
+    if "PERSISTENT" in p:
+        maps += (tma.tensor_map("C", C, 64, 64),)
+    return maps + (C, np.int32(M), np.int32(N), np.int32(K)) + tuple(extra)
+
+
+def _owner_rung1(p, shape):
+    """Owner model of rung 1: block (bx, by) covers rows 64 by.., columns 256 bx..; inside
+    it the accumulator layout of :func:`helpers.models.hopper.accumulator_owner` (n = 256)."""
+    M, N, _ = shape
+    thread, _ = model.accumulator_owner(256)
+    gx = cdiv(N, BN)
+    out = np.full((cdiv(M, 64) * 64, gx * BN), -1, dtype=np.int64)
+    for by in range(cdiv(M, 64)):
+        for bx in range(gx):
+            out[64 * by:64 * by + 64, BN * bx:BN * bx + BN] = (by * gx + bx) * 1024 + thread
+    return out[:M, :N].astype(np.int32)
+
+
+# The ladder. Each rung is one entry per dtype; the switches a rung sets are its defaults,
+# so a sweep point or a slider can move one of them and nothing else.
+_WS = {"STAGES": 4, "GROUP_M": 8}
+RUNGS = (
+    ("r1_tma_wgmma", "1: TMA + wgmma, 1 warpgroup, 64x256", "hopper_tma_wgmma", {"STAGES": 4}),
+    ("r2_warp_specialized", "2: producer + 2 consumer warpgroups, 128x256", "hopper_ws",
+     {**_WS, "PERSISTENT": 0, "CLUSTER_M": 1, "EPI_TMA": 0}),
+    ("r3_persistent", "3: persistent, grouped tile order", "hopper_ws",
+     {**_WS, "PERSISTENT": 1, "CLUSTER_M": 1, "EPI_TMA": 0}),
+    ("r4_cluster", "4: 2x1 cluster, B multicast", "hopper_ws",
+     {**_WS, "PERSISTENT": 1, "CLUSTER_M": 2, "EPI_TMA": 0}),
+    ("r5_tma_store", "5: epilogue through smem + TMA store", "hopper_ws",
+     {**_WS, "PERSISTENT": 1, "CLUSTER_M": 2, "EPI_TMA": 1}),
+)
+_CHOICES = {"STAGES": (2, 3, 4), "GROUP_M": (1, 4, 8, 16), "PERSISTENT": (0, 1), "CLUSTER_M": (1, 2),
+            "EPI_TMA": (0, 1)}
+DTYPES = {"float16": ("f16", {}), "bfloat16": ("bf16", {"BF16": 1})}
+
+
+def key(rung: str, dtype: str = "bfloat16") -> str:
+    """Catalog key of ``rung`` (e.g. "r5_tma_store") in ``dtype``: "hopper_r5_tma_store_bf16"."""
+    return f"hopper_{rung}_{DTYPES[dtype][0]}"
+
+
+for _dt, (_suffix, _fixed) in DTYPES.items():
+    for _name, _title, _entry, _defaults in RUNGS:
+        register(Kernel(
+            key=f"hopper_{_name}_{_suffix}", chapter=10, title=f"{_title} ({_suffix})", file=FILE, entry=_entry,
+            op="gemm", dtype=_dt, out_dtype=_dt, align=16, defaults=dict(_defaults), fixed=dict(_fixed),
+            choices={n: v for n, v in _CHOICES.items() if n in _defaults},
+            block=lambda p: ((128 if "PERSISTENT" not in p else 384), 1, 1), grid=_grid, smem=_smem,
+            rules=_rules, compile_options=SM90A, min_cc=(9, 0), arch_specific=True, args=_args,
+            owner=_owner_rung1 if _entry == "hopper_tma_wgmma" else None,
+            sweep=(({"STAGES": 3}, {"CLUSTER_M": 1}, {"GROUP_M": 1}, {"GROUP_M": 16})
+                   if _name == "r5_tma_store" else ())))
+
+LADDER = [name for name, *_ in RUNGS]
+
+
+# ------------------------------------------------------------------ notebook calls
+def ladder(shape=(4096, 4096, 4096), dtypes=("bfloat16", "float16")) -> list:
+    """Measure (or read) every rung at ``shape`` for each dtype, each against cuBLAS of its
+    dtype in alternating rounds. Records gain ``rung_label`` (the rung's short name)."""
+    recs = []
+    for dt in dtypes:
+        for r in bench.gemm([key(n, dt) for n in LADDER], shape, dtype=dt):
+            recs.append({**r, "rung_label": r["kernel"].split("_")[1]})
+    return recs
+
+
+def show_ladder(recs: list, caption: str) -> None:
+    """The ladder as a table and as grouped bars."""
+    records.show_table(recs, caption)
+    show.figure(hopper_fig.ladder_figure(recs))
+
+
+def show_descriptors(rung: str = "r5_tma_store") -> None:
+    """The wgmma matrix descriptors of A and B for the first k16 step of stage 0, field by
+    field, as the kernel builds them (model: :func:`helpers.models.hopper.operand_descriptors`)."""
+    p = catalog.get(key(rung)).defaults
+    bm = _bm(p)
+    d = model.operand_descriptors(bm, BN, BK, a_base=0, b_base=p["STAGES"] * bm * BK * 2)   # stage 0
+    rows = []
+    for op, desc in d.items():
+        for f in desc.fields():
+            rows.append({"operand": op, **f})
+        rows.append({"operand": op, "field": "64-bit value", "bits": "", "raw": f"0x{desc.encode():016x}",
+                     "bytes": None})
+    show.table(rows, ["operand", "field", "bits", "raw", "bytes"],
+               "wgmma shared-memory matrix descriptors of A (K-major) and B (N-major, transpose bit set) "
+               f"for the first k16 step of stage 0 of {key(rung)}, A at byte 0 of the ring, B after the "
+               f"{p['STAGES']} A stages (model of kernels/10_hopper.cu's "
+               "desc_a / desc_b; helpers.models.hopper, unit-tested; the GPU test B_DESC_SWAP=1 shows that "
+               "exchanging LBO and SBO of B gives wrong results).")
+
+
+def check_tma_swizzle(dtype: str = "float16") -> str:
+    """Live: TMA-load one 64 x 64 box with SWIZZLE_128B (kernel ``tma_box_dump``), read back the
+    raw shared memory, and compare every element's position with :func:`helpers.models.hopper.tma_box_layout`.
+    AssertionError on any difference. Without an sm_90 GPU: a line saying so."""
+    here = gpu.device_info()["cc"] if gpu.live() else None
+    if here != (9, 0):
+        return ("TMA swizzle check: needs sm_90 (H100/H200); "
+                + ("no GPU here" if here is None else f"this GPU is sm_{here[0]}{here[1]}")
+                + ". The GPU suite runs it (tests/gpu/test_hopper.py).")
+    cp = gpu.cupy()
+    src = cp.arange(64 * 64, dtype=cp.uint16).reshape(64, 64).view(verify.np_dtype(dtype))
+    out = cp.full(64 * 64, 0xFFFF, dtype=cp.uint16)
+    fn = kc.build(FILE, "tma_box_dump", {"BF16": int(dtype == "bfloat16")}, extra_options=SM90A)
+    fn((1, 1, 1), (128, 1, 1), (tma.tensor_map("X", src, 64, 64), out), shared_mem=2048 + 64 * 128)
+    got = cp.asnumpy(out)                                    # got[slot] = logical index r * 64 + c
+    lay = model.tma_box_layout(64, 64, 2, "128B") // 2       # element slot of logical (r, c)
+    want = np.empty(64 * 64, dtype=np.int64)
+    want[lay.ravel()] = np.arange(64 * 64)
+    bad = int((got != want).sum())
+    assert bad == 0, f"TMA wrote {bad} of 4096 elements somewhere the swizzle model does not put them"
+    return ("TMA swizzle check: a 64 x 64 box loaded with SWIZZLE_128B on this GPU put all 4096 elements "
+            "exactly where helpers.models.hopper.tma_box_layout says.")
+
+
+def check_accumulators(dtype: str = "bfloat16", shape=(200, 520, 72)) -> str:
+    """The owner check of rung 1 (:func:`helpers.runtime.launch.check_owner`): which thread
+    stored every element of C, recorded by the kernel, against the accumulator-layout model."""
+    spec = catalog.get(key("r1_tma_wgmma", dtype))
+    if not gpu.live() or not spec.runs_on(gpu.device_info()["cc"]):
+        return (f"{spec.key}: needs {spec.needs()}; the GPU suite checks the accumulator layout on an H100/H200 "
+                "(tests/gpu/test_hopper.py).")
+    return launch.check_owner(spec.key, shape)
+
+
+def show_pipeline(stages=(1, 2, 4), k_tiles: int = 12, t_load: float = 2.5) -> None:
+    """The mbarrier ring as a model timeline for several STAGES (loads take ``t_load``
+    units of one k-tile's wgmma): how many stages hide the copy latency."""
+    for s in stages:
+        ev = model.pipeline_schedule(s, k_tiles, t_load=t_load, t_mma=1.0)
+        show.figure(hopper_fig.pipeline_figure(ev, title=f"STAGES = {s}, a load takes {t_load} k-tiles of wgmma"))
+
+
+def show_refusals(shape=(4096, 4096, 4096)) -> None:
+    """Bad parameters and shapes, refused in Python before anything is compiled or launched."""
+    spec = catalog.get(key("r5_tma_store"))
+    for bad_p, bad_s in (({"STAGES": 5}, shape), ({}, (4096, 4090, 4096)), ({}, (4096, 4096, 4092))):
+        try:
+            spec.validate(spec.params(**bad_p), bad_s)
+            raise AssertionError(f"{bad_p} {bad_s} was accepted")
+        except ValueError as e:
+            print(f"{bad_p or 'defaults'} on M, N, K = {bad_s}: refused before compiling: {e}")

@@ -1,0 +1,108 @@
+"""Figures of chapter 10 (Hopper): the TMA swizzle, the wgmma accumulator layout,
+the mbarrier ring of the warp-specialized kernel, and the ladder of rungs.
+
+Each figure is drawn from :mod:`helpers.models.hopper` (the swizzle, the
+accumulator layout, the pipeline model) or from measurement records (the
+ladder); its title says which.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from helpers.models import hopper as model
+from helpers.runtime.bench import where
+
+from .style import GROUP_COLORS, discrete_scale, model_note
+
+
+def swizzle_figure(rows: int = 16):
+    """Two panels: where 16-byte chunk c of row r of a TMA box lands in shared memory,
+    without a swizzle and with the 128-byte swizzle (``rows`` rows of 128 bytes)."""
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                        subplot_titles=("no swizzle", "SWIZZLE_128B: chunk c of row r at c ^ (r % 8)"))
+    for col, mode in enumerate(("none", "128B"), start=1):
+        z = model.chunk_map(rows, mode)
+        fig.add_trace(go.Heatmap(
+            z=z, x=[f"c{c}" for c in range(8)], y=list(range(rows)), zmin=-0.5, zmax=7.5,
+            colorscale=discrete_scale(GROUP_COLORS), showscale=False, xgap=1, ygap=1,
+            text=z, texttemplate="%{text}",
+            hovertemplate="row %{y}, logical chunk %{x}<br>stored in chunk %{z} (banks 4z..4z+3)<extra></extra>"),
+            row=1, col=col)
+        fig.update_xaxes(title_text="logical 16-byte chunk of the row", side="top", row=1, col=col)
+        fig.update_yaxes(autorange="reversed", title_text="row of the box" if col == 1 else None,
+                         scaleanchor=f"x{'' if col == 1 else col}", row=1, col=col)
+    fig.update_layout(title=dict(text=f"Where TMA puts each 16-byte chunk of a box row<br>"
+                                      f"<sup>{model_note()}; checked on the GPU against a tile TMA wrote</sup>",
+                                 x=0.01),
+                      height=520, margin=dict(l=50, r=20, t=110, b=20))
+    return fig
+
+
+def accumulator_figure(n: int = 32):
+    """Which thread of the warpgroup holds each element of the first ``n`` columns of
+    an m64nNk16 fp32 accumulator: colour = warp, number = lane, hover = register."""
+    thread, reg = model.accumulator_owner(max(n, 8) if n % 8 == 0 else 8 * (n // 8 + 1))
+    thread, reg = thread[:, :n], reg[:, :n]
+    warp, lane = thread // 32, thread % 32
+    fig = go.Figure(go.Heatmap(
+        z=warp, zmin=-0.5, zmax=3.5, colorscale=discrete_scale(GROUP_COLORS[:4]), showscale=False,
+        text=lane, texttemplate="%{text}", textfont=dict(size=8), xgap=1, ygap=1,
+        customdata=np.dstack([thread, reg]),
+        hovertemplate="C[%{y}, %{x}]<br>thread %{customdata[0]} (warp %{z}, lane %{text})"
+                      "<br>register d[%{customdata[1]}]<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", title_text="row of the 64-row block", scaleanchor="x")
+    fig.update_xaxes(title_text="column", side="top")
+    fig.update_layout(title=dict(text=f"wgmma m64nNk16 accumulators, first {n} columns: colour = warp, "
+                                      f"number = lane<br><sup>{model_note()} (PTX ISA register fragments); "
+                                      "checked on the GPU with an instrumented build</sup>", x=0.01),
+                      height=760, margin=dict(l=50, r=20, t=110, b=20))
+    return fig
+
+
+def pipeline_figure(events: list, title: str = ""):
+    """A Gantt chart of the producer and consumer of the mbarrier ring
+    (:func:`helpers.models.hopper.pipeline_schedule`): one bar per k-tile,
+    coloured by its stage; hover gives the barrier parity and the time waited."""
+    stages = max(e["stage"] for e in events) + 1
+    fig = go.Figure()
+    for s in range(stages):
+        ev = [e for e in events if e["stage"] == s]
+        fig.add_trace(go.Bar(
+            y=[e["who"] for e in ev], x=[e["end"] - e["start"] for e in ev], base=[e["start"] for e in ev],
+            orientation="h", name=f"stage {s}", marker_color=GROUP_COLORS[s % len(GROUP_COLORS)],
+            text=[str(e["tile"]) for e in ev], textposition="inside",
+            customdata=[[e["tile"], e["phase"], e["waited"]] for e in ev],
+            hovertemplate="%{y}: k-tile %{customdata[0]}, stage " + str(s) +
+                          ", waits on parity %{customdata[1]}<br>%{base:.2f} .. %{x:.2f} long, "
+                          "waited %{customdata[2]:.2f}<extra></extra>"))
+    eff = model.pipeline_efficiency(events)
+    fig.update_layout(barmode="overlay", height=300, margin=dict(l=80, r=20, t=90, b=40),
+                      title=dict(text=(title or f"{stages} stages") + f": consumer busy {eff:.0%} of the time"
+                                 f"<br><sup>a model of the full/empty mbarrier ring, not a measurement</sup>", x=0.01),
+                      xaxis_title="time (units of one k-tile's wgmma)", legend=dict(orientation="h", y=-0.35),
+                      yaxis=dict(categoryorder="array", categoryarray=["consumer", "producer"]))
+    return fig
+
+
+def ladder_figure(recs: list, title: str = "The Hopper ladder"):
+    """Bars of each rung's ratio to cuBLAS (same run), one group per (dtype, shape)."""
+    fig = go.Figure()
+    groups: dict = {}
+    for r in recs:
+        if r.get("value") is not None:
+            groups.setdefault((r["dtype"], tuple(r["shape"])), []).append(r)
+    for (dt, shape), rs in groups.items():
+        fig.add_trace(go.Bar(
+            x=[r.get("rung_label", r["title"]) for r in rs], y=[r["ratio"] for r in rs],
+            name=f"{dt} {shape[0]}x{shape[1]}x{shape[2]}",
+            text=[f"{r['ratio']:.2f}" for r in rs], textposition="outside",
+            hovertext=[f"{r['title']}<br>{r['value']:.0f} TFLOP/s, cuBLAS {r['reference_value']:.0f}" for r in rs],
+            hoverinfo="text+y"))
+    fig.add_hline(y=1.0, line_dash="dot", annotation_text="cuBLAS", annotation_position="top left")
+    fig.update_layout(barmode="group", height=420, margin=dict(l=60, r=20, t=80, b=40),
+                      title=dict(text=f"{title}<br><sup>{where(recs)}</sup>", x=0.01),
+                      yaxis=dict(title="ratio to cuBLAS (same run)", rangemode="tozero"),
+                      legend=dict(orientation="h", y=-0.25))
+    return fig
