@@ -13,7 +13,7 @@ import numpy as np
 from helpers.figures import hopper as hopper_fig, records, show
 from helpers.models import hopper as model
 from helpers.models.raster import cdiv
-from helpers.runtime import bench, catalog, compile as kc, gpu, launch, tma, verify
+from helpers.runtime import bench, catalog, compile as kc, gpu, launch, results, tma, verify
 from helpers.runtime.catalog import Kernel, register
 from helpers.runtime.checks import multiple_of
 
@@ -130,10 +130,38 @@ def ladder(shape=(4096, 4096, 4096), dtypes=("bfloat16", "float16")) -> list:
     return recs
 
 
+PIPE = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
+
+
+def profile_rows() -> tuple[list, str]:
+    """Per rung, the Nsight Compute counters recorded by ``scripts/ncu_hopper.py``
+    (``results.artifact("hopper")``): tensor-pipe activity (%), DRAM bytes read
+    (MB), L2 traffic (GB). Returns (rows, where); rows is [] when not recorded."""
+    doc = results.artifact("hopper")
+    rows = [{"rung": r["rung"], "tensor pipe active (%)": round(r["measured"].get(PIPE, float("nan")), 1),
+             "DRAM read (MB)": round(r["measured"].get("dram__bytes_read.sum", 0) / 1e6, 1),
+             "L2 traffic (GB)": round(r["measured"].get("lts__t_bytes.sum", 0) / 1e9, 2)}
+            for r in (doc or {}).get("runs", [])]
+    return rows, results.artifact_where(doc, "hopper")
+
+
 def show_ladder(recs: list, caption: str) -> None:
-    """The ladder as a table and as grouped bars."""
+    """The ladder as a table and as grouped bars, with the recorded tensor-pipe activity."""
     records.show_table(recs, caption)
-    show.figure(hopper_fig.ladder_figure(recs))
+    rows, where = profile_rows()
+    pipe = {r["rung"].split("_")[0]: r["tensor pipe active (%)"] for r in rows}
+    show.figure(hopper_fig.ladder_figure(recs, pipe=pipe, pipe_where=where))
+
+
+def show_profile() -> None:
+    """The Nsight Compute table of the ladder (bf16, 4096^3), or a note that it is not recorded."""
+    rows, where = profile_rows()
+    if rows:
+        show.table(rows, list(rows[0]), f"Nsight Compute, one launch per rung, bf16, M = N = K = 4096; {where}. "
+                   "ncu replays each launch serially: read its activity and bytes, not its durations.")
+    else:
+        show.note(f"Nsight Compute counters of the ladder: {where} by `python scripts/ncu_hopper.py "
+                  "--out results/h200-hopper.json`.", title="Profiler")
 
 
 def show_descriptors(rung: str = "r5_tma_store") -> None:

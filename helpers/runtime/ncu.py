@@ -40,14 +40,15 @@ def find(explicit: str | None = None) -> str | None:
     return p
 
 
-def command_line(doc: str, shape_help: str | None = None, argv=None) -> argparse.Namespace:
+def command_line(doc: str, shape_help: str | None = None, argv=None,
+                 default_shape=(512, 512, 512)) -> argparse.Namespace:
     """The ncu scripts' shared options: ``--out`` (required unless ``--child``),
     ``--shape M N K`` (default 512 512 512), ``--ncu`` and the hidden
     ``--child <plan.json>`` that :func:`profile` passes to the script it runs.
     Exits with a usage error when neither --out nor --child is given."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--out", help="JSON file to write (required unless --child)")
-    ap.add_argument("--shape", nargs=3, type=int, default=[512, 512, 512], metavar=("M", "N", "K"),
+    ap.add_argument("--shape", nargs=3, type=int, default=list(default_shape), metavar=("M", "N", "K"),
                     help=shape_help or "GEMM shape (default 512 512 512)")
     ap.add_argument("--ncu", help="path of ncu (default: PATH, $CUDA_PATH/bin, /usr/local/cuda/bin)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
