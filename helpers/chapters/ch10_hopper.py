@@ -226,6 +226,19 @@ def show_pipeline(stages=(1, 2, 4), k_tiles: int = 12, t_load: float = 2.5) -> N
         show.figure(hopper_fig.pipeline_figure(ev, title=f"STAGES = {s}, a load takes {t_load} k-tiles of wgmma"))
 
 
+def show_resources(dtype: str = "bfloat16") -> None:
+    """Registers, shared memory, spills and occupancy of every rung: read from the driver
+    on a GPU, from ``nvcc -arch=sm_90a -Xptxas -v`` without one (a note if neither)."""
+    rows, where = launch.resource_rows([(key(r, dtype), {}) for r in LADDER], label="key+diff")
+    if rows:
+        show.table(rows, ["config", "threads", "registers", "shared memory (KiB)", "spill bytes", "blocks/SM",
+                          "occupancy"], f"The rungs at their defaults, {dtype}; {where}. The warp-specialized "
+                   "rungs are compiled for 168 registers a thread (65536 / 384); setmaxnreg then moves the "
+                   "consumers to 232 and the producer to 40 at run time.")
+    else:
+        show.note(f"Registers and shared memory are read from the compiled kernel: this {where}.", title="Resources")
+
+
 def show_refusals(shape=(4096, 4096, 4096)) -> None:
     """Bad parameters and shapes, refused in Python before anything is compiled or launched."""
     spec = catalog.get(key("r5_tma_store"))

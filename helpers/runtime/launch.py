@@ -244,6 +244,6 @@ def resource_rows(items, shape=(4096, 4096, 4096), label: str = "key+diff") -> t
         rows = list(ex.map(one, list(items)))
     where = ("compiled here; registers, shared memory and local memory from the CUDA driver on "
              + gpu.device_info()["name"] if live else
-             "nvcc -Xptxas -v for sm_90 on this machine (no GPU here); spills are ptxas's spill stores + "
+             "nvcc -Xptxas -v for sm_90 (sm_90a for the Hopper kernels) on this machine (no GPU here); spills are ptxas's spill stores + "
              "loads; occupancy from the Occupancy Calculator model for an H100/H200")
     return rows, where
