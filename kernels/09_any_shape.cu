@@ -1,0 +1,800 @@
+// Heaven 9 - any shape, split-K and stream-K.
+//
+// Computes C = A @ B on Tensor Cores, fp32 accumulation, C stored in the input
+// dtype (as cupy.matmul / cuBLAS does for fp16 and bf16 arrays):
+//   A: M x K (row stride lda)   B: K x N (ldb)   C: M x N (ldc)
+//   all row-major; 16-bit elements, fp16, or bf16 with -DBF16=1.
+// For C-contiguous arrays lda = K, ldb = N, ldc = N; the kernel takes the
+// strides separately so that the padding path (below) can hand it buffers
+// whose rows are longer than the matrix.
+//
+// The main loop is heaven 7's (kernels/07_mma_sync.cu): mma.sync m16n8k16,
+// ldmatrix from an XOR-swizzled shared-memory tile, a STAGES-deep cp.async
+// pipeline with the copies spread over the k16 steps, GROUP_M rasterization.
+// That chapter explains each of them; this one is about the three things it
+// refused or left on the table:
+//
+// 1. Any shape. Heaven 7 needs K % 8 == 0, N % 8 == 0 and 16-byte aligned
+//    pointers, because every cp.async moves a 16-byte chunk of 8 elements and
+//    that chunk must be 16-byte aligned and entirely inside or outside the
+//    matrix. Three ways round it:
+//    a. Padding (host side, scripts/any_shape_bench.py): copy A and B into
+//       zero-filled buffers whose sizes and strides are tile multiples, run
+//       this kernel on them (every guard then passes), copy C back.
+//    b. Predication, ALIGNED=1: strides multiples of 8 elements and 16-byte
+//       aligned bases, M, N, K free. A chunk entirely outside the matrix is
+//       not read: cp.async with src-size 0 writes 16 zero bytes,
+//         cp.async.cg.shared.global [dst], [src], 16, src_size;
+//       so partial tiles fill up with zeros that add nothing. With
+//       -DPARTIAL_CHUNKS=1 a chunk that straddles the edge (a K tail that is
+//       not a multiple of 8, N % 8 != 0 in a wider buffer) copies only its
+//       2 * (elements inside) bytes and zero-fills the rest. The default
+//       (PARTIAL_CHUNKS=0) copies such a chunk whole and relies on the row
+//       padding being zero: true for K % 8 == 0 and N % 8 == 0 (no padding)
+//       and for the "repack" path, which copies A and B once into buffers
+//       with lda = round_up(K, 8), ldb = round_up(N, 8), padding zeroed,
+//       and writes C directly. The byte count costs ~8 instructions per
+//       chunk in the main loop, and with them ptxas hoisted all 64 mma of a
+//       k-tile above the barrier: 305 -> 377 TFLOP/s without it (H200, fp16,
+//       4096^3; notes/any_shape_tuning.md).
+//    c. Predication, ALIGNED=0: any base pointer, any stride (a view that
+//       starts one element in; K = 4093). A 16-byte chunk of a row is then
+//       only 2-byte aligned, which cp.async cannot read. The chunk goes
+//       through registers instead: five aligned 32-bit loads, four byte
+//       permutes that shift it into place (fetch8 + combine), one 16-byte
+//       st.shared. The loads of a k16 step's chunks are issued before its
+//       mma instructions and combined and stored after them, so their
+//       latency hides behind the Tensor Cores (partly: ~0.3 of the
+//       cp.async kernel's rate at 4093^3 on the H200).
+//    The epilogue stores only inside the matrix; two elements at a time when
+//    ldc is even and C 4-byte aligned, one at a time otherwise.
+//
+// 2. Split-K (gemm_any with gridDim.z = splits > 1). A 512 x 512 output is
+//    8 tiles of 128 x 256: 8 of 132 SMs busy while K = 32768 is walked in
+//    series. Split the k-tiles into gridDim.z equal ranges, one block per
+//    (tile, range), and add the partial products:
+//      mode 1 (atomic): red.global.add.f32 into an fp32 workspace W[M][N],
+//        then splitk_reduce converts W to C (and clears W for the next call).
+//        The order of the additions is whatever order the blocks finish in:
+//        the result can differ in the last bits from run to run.
+//      mode 2 (two-pass): each range writes its own fp32 partial tile
+//        W[z][M][N]; splitk_reduce sums z = 0, 1, ... in that fixed order.
+//        Bitwise reproducible, at the cost of splits * M * N * 4 bytes.
+//
+// 3. Stream-K (gemm_streamk). 272 tiles on 132 SMs are 2.06 waves: the third
+//    wave keeps 8 SMs busy and 124 idle. A persistent grid of one block per
+//    SM instead splits the total multiply-accumulate work,
+//      iterations = tiles * k-tiles per tile,
+//    into gridDim.x equal ranges that cross tile boundaries. A tile whose
+//    k-tiles are shared by several blocks is finished by its owner, the
+//    block holding its first k-tile: the others write fp32 partials to a
+//    workspace slot and raise a flag; the owner waits for the flags, adds
+//    the partials and stores C. Hybrid: gemm_any takes the first sk_first
+//    tiles whole (data-parallel, a 1-D grid), gemm_streamk streams the rest.
+//
+// Preconditions: none on M, N, K >= 1, strides or pointers with ALIGNED=0.
+//   ALIGNED=1: lda % 8 == 0, ldb % 8 == 0, A and B 16-byte aligned (the host
+//   picks the build); with PARTIAL_CHUNKS=0 also zeros in the row padding
+//   (columns K..lda-1 of A, N..ldb-1 of B). C: any. Element offsets of A and
+//   B are 64-bit; stream-K needs tiles * k-tiles < 2^31 (int iterations).
+//   Stream-K: gridDim.x <= blocks that can be resident at once (one per SM),
+//   since an owner spins on flags raised by later blocks.
+//
+// Tile parameters (-D): BM, BN, BK (32 or 64), WM, WN, STAGES (>= 3), GROUP_M
+// as in heaven 7; ALIGNED (0/1), PARTIAL_CHUNKS (0/1), BF16 (0/1).
+// Launch: block = (BM/WM) * (BN/WN) * 32 threads; dynamic shared memory =
+//   STAGES * (BM*BK + BK*BN) * 2 bytes; gemm_any grid = (ceil(N/BN),
+//   ceil(M/BM), splits) or (X) for tiles 0..X-1; gemm_streamk grid = (number
+//   of SMs); splitk_reduce, pad_copy, unpad_copy: any 1-D grid (grid-stride).
+// The file includes no header: 16-bit values are moved as raw bits
+// (unsigned short) and converted with cvt PTX, so NVRTC needs no CUDA headers.
+
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 256
+#endif
+#ifndef BK
+#define BK 32
+#endif
+#ifndef WM
+#define WM 64
+#endif
+#ifndef WN
+#define WN 64
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef GROUP_M
+#define GROUP_M 8
+#endif
+#ifndef BF16
+#define BF16 0
+#endif
+#ifndef ALIGNED
+#define ALIGNED 1
+#endif
+#ifndef PARTIAL_CHUNKS
+#define PARTIAL_CHUNKS 0
+#endif
+
+typedef unsigned short T;     // raw 16 bits of one fp16 / bf16 element
+struct alignas(16) U4 { unsigned x, y, z, w; };   // 8 elements, one 16-byte chunk (in registers)
+
+#if BF16
+#define MMA_AB "bf16"
+#define CVT_X2 "cvt.rn.bf16x2.f32"
+#define CVT_X1 "cvt.rn.bf16.f32"
+#else
+#define MMA_AB "f16"
+#define CVT_X2 "cvt.rn.f16x2.f32"
+#define CVT_X1 "cvt.rn.f16.f32"
+#endif
+
+#define WARPS_M (BM / WM)
+#define WARPS_N (BN / WN)
+#define THREADS (WARPS_M * WARPS_N * 32)
+#define MT (WM / 16)          // m16 fragments per warp tile
+#define NT (WN / 8)           // n8 fragments per warp tile
+#define KK (BK / 16)          // k16 steps per k-tile
+#define RA (BK / 8)           // 16-byte chunks per row of the A tile
+#define RB (BN / 8)           // 16-byte chunks per row of the B tile
+#define A_STAGE (BM * BK)     // elements
+#define B_STAGE (BK * BN)
+#define CA (BM * RA / THREADS) // 16-byte A chunks per thread per k-tile
+#define CB (BK * RB / THREADS) // 16-byte B chunks per thread per k-tile
+#define NCH (CA + CB)
+#define A_STEP (THREADS / RA)  // rows between a thread's A chunks
+#define B_STEP (THREADS / RB)
+#define GROUP_CH ((NCH + KK - 1) / KK) // chunks copied per k16 step
+
+static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must tile the block tile");
+static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile must be a multiple of 16");
+static_assert(BK == 32 || BK == 64, "BK must be 32 or 64 (an even number of k16 steps)");
+static_assert(STAGES >= 3, "at least three stages (ALIGNED=0 stores a tile one k16 step late)");
+static_assert((BM * RA) % THREADS == 0 && (BK * RB) % THREADS == 0,
+              "16-byte chunks of a tile must spread evenly over the threads");
+static_assert(THREADS % RA == 0 && THREADS % RB == 0,
+              "a thread's chunks must stay in one column of chunks");
+static_assert(THREADS % (8 * (RA > 8 ? RA : 8)) == 0 && THREADS % (8 * (RB > 8 ? RB : 8)) == 0,
+              "a thread's chunks must lie a multiple of 8 rows (128-byte lines) apart, "
+              "so one swizzled offset per thread serves all of them");
+
+// ---------------------------------------------------------------- PTX wrappers
+
+// Physical 16-byte chunk of logical chunk q in a tile with R chunks per row
+// (heaven 7, item 3): the chunk index XOR the row (or 128-byte line) mod 8.
+__device__ __forceinline__ int swz(int q, int R)
+{
+    const int line = R >= 8 ? q / R : q / 8;
+    return q ^ (line & 7);
+}
+
+// cp.async with a byte count: src_size bytes are read, 16 - src_size zeros
+// written. src_size 0 reads nothing (src must still be a valid address).
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int src_size)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(dst), "l"(src), "r"(src_size) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N_PENDING>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N_PENDING) : "memory"); }
+
+__device__ __forceinline__ unsigned ldg32(const unsigned* p)
+{
+    unsigned v;
+    asm volatile("ld.global.nc.b32 %0, [%1];\n" : "=r"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ unsigned short ldg16(const T* p)
+{
+    unsigned short v;
+    asm volatile("ld.global.nc.b16 %0, [%1];\n" : "=h"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ unsigned prmt(unsigned a, unsigned b, unsigned sel)
+{
+    unsigned d;
+    asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+    return d;
+}
+__device__ __forceinline__ unsigned smem_addr(const void* p)
+{
+    unsigned long long a;
+    asm("cvta.to.shared.u64 %0, %1;\n" : "=l"(a) : "l"(p));
+    return (unsigned)a;
+}
+__device__ __forceinline__ void red_add(float* p, float v)
+{
+    asm volatile("red.global.add.f32 [%0], %1;\n" :: "l"(p), "f"(v) : "memory");
+}
+// Workspace traffic of stream-K goes through L2 only (.cg): another SM wrote it.
+__device__ __forceinline__ void stcg4(float* p, float a, float b, float c, float d)
+{
+    asm volatile("st.global.cg.v4.f32 [%0], {%1,%2,%3,%4};\n" :: "l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+}
+__device__ __forceinline__ void ldcg4(const float* p, float& a, float& b, float& c, float& d)
+{
+    asm volatile("ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];\n" : "=f"(a), "=f"(b), "=f"(c), "=f"(d) : "l"(p) : "memory");
+}
+__device__ __forceinline__ void sts128(unsigned addr, U4 v)
+{
+    asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};\n"
+                 :: "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_trans(unsigned (&r)[4], unsigned addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2])
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32." MMA_AB "." MMA_AB ".f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// fp32 -> 16-bit, round to nearest even. pack2: x in the low half (lower address).
+__device__ __forceinline__ unsigned pack2(float x, float y)
+{
+    unsigned r;
+    asm(CVT_X2 " %0, %1, %2;\n" : "=r"(r) : "f"(y), "f"(x));   // d.hi = cvt(a), d.lo = cvt(b)
+    return r;
+}
+__device__ __forceinline__ unsigned short cvt1(float x)
+{
+    unsigned short r;
+    asm(CVT_X1 " %0, %1;\n" : "=h"(r) : "f"(x));
+    return r;
+}
+
+// Eight consecutive elements p[0..n) (zeros for i >= n), p only 2-byte
+// aligned. The plain version is
+//   for (i = 0; i < 8; ++i) e[i] = i < n ? p[i] : 0;     // 8 loads of 2 bytes
+// For a whole chunk, five aligned 4-byte words w0..w4 cover p[0..8), and
+// prmt(w[i], w[i+1], 0x5432) = (w[i] >> 16) | (w[i+1] << 16) (PTX prmt.b32)
+// picks the two elements that straddle them; 0x3210 keeps w[i] when p is
+// 4-byte aligned (w4 is then not loaded). No branch on the alignment: lanes
+// of one warp hold rows of both parities when the stride is odd.
+// Split in two so that the loads can be in flight across Tensor Core work:
+// fetch8 issues the loads into a Raw, combine (the first use of the loaded
+// words, where the warp waits for them) runs later. Only a partial chunk
+// (0 < n < 8, at the matrix edge) is packed at once, element by element.
+struct Raw { unsigned w[5]; unsigned sel; };
+
+__device__ __forceinline__ void fetch8(const T* p, int n, Raw& r)
+{
+    r.sel = 0x3210u;
+    r.w[4] = 0u;
+    if (n >= 8) {
+        const unsigned long long a = (unsigned long long)p;
+        const unsigned* w = reinterpret_cast<const unsigned*>(a & ~3ull);
+        const bool odd = (a & 2ull) != 0;
+        r.w[0] = ldg32(w);  r.w[1] = ldg32(w + 1);  r.w[2] = ldg32(w + 2);  r.w[3] = ldg32(w + 3);
+        if (odd) {
+            r.w[4] = ldg32(w + 4);
+            r.sel = 0x5432u;
+        }
+    } else {
+        unsigned e[8];
+        #pragma unroll
+        for (int i = 0; i < 8; ++i)
+            e[i] = i < n ? (unsigned)ldg16(p + i) : 0u;
+        r.w[0] = e[0] | (e[1] << 16);
+        r.w[1] = e[2] | (e[3] << 16);
+        r.w[2] = e[4] | (e[5] << 16);
+        r.w[3] = e[6] | (e[7] << 16);
+    }
+}
+__device__ __forceinline__ U4 combine(const Raw& r)
+{
+    U4 v;
+    v.x = prmt(r.w[0], r.w[1], r.sel);
+    v.y = prmt(r.w[1], r.w[2], r.sel);
+    v.z = prmt(r.w[2], r.w[3], r.sel);
+    v.w = prmt(r.w[3], r.w[4], r.sel);
+    return v;
+}
+__device__ __forceinline__ U4 load8(const T* p, int n)
+{
+    Raw r;
+    fetch8(p, n, r);
+    return combine(r);
+}
+
+__device__ __forceinline__ int clampi(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
+__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+
+// ---------------------------------------------------------------- tile order
+
+// Tile number -> (tile row, tile column), GROUP_M tile rows walked column by
+// column (heaven 7, item 5). Plain order: pid_m = pid / grid_n, pid_n = pid % grid_n.
+__device__ __forceinline__ void tile_coords(int pid, int grid_m, int grid_n, int& pid_m, int& pid_n)
+{
+    const int per_group = GROUP_M * grid_n;
+    const int first_m = (pid / per_group) * GROUP_M;
+    const int group_h = imin(grid_m - first_m, GROUP_M);
+    pid_m = first_m + (pid % per_group) % group_h;
+    pid_n = (pid % per_group) / group_h;
+}
+
+// ---------------------------------------------------------------- copies
+
+struct Loader {                // one thread's copy state
+    const T* a_ptr;            // its first A chunk of the next k-tile
+    const T* b_ptr;            // its first B chunk of the next k-tile
+    long long a_step, b_step;  // elements between its consecutive A (B) chunks
+    unsigned a_dst, b_dst;     // swizzled byte offsets inside a stage
+    unsigned a_rows_ok;        // bit i: the row of A chunk i is < M
+    int a_col, b_row;          // column of its A chunks, row of its first B chunk, in the tile
+    int b_n_left;              // N - (global column of its B chunks)
+};
+
+// How many of the 8 elements of A chunk c / B chunk c of the k-tile starting
+// at k0 lie inside the matrix (kb = end of this block's k range).
+__device__ __forceinline__ int a_valid(const Loader& ld, int c, int kb, int k0)
+{
+    return ((ld.a_rows_ok >> c) & 1u) ? clampi(kb - k0 - ld.a_col, 0, 8) : 0;
+}
+__device__ __forceinline__ int b_valid(const Loader& ld, int i, int kb, int k0)
+{
+    return k0 + ld.b_row + i * B_STEP < kb ? clampi(ld.b_n_left, 0, 8) : 0;
+}
+
+#if ALIGNED
+// Chunks first..last-1 of this thread's share of a k-tile (A chunks, then B),
+// global -> shared with no registers. Partial chunks: src_size < 16.
+__device__ __forceinline__ void copy_chunks(int first, int last, unsigned sA, unsigned sB,
+                                            const Loader& ld, const T* __restrict__ A,
+                                            const T* __restrict__ B, int kb, int k0)
+{
+#if PARTIAL_CHUNKS
+    #pragma unroll
+    for (int c = 0; c < NCH; ++c) {
+        if (c < first || c >= last)
+            continue;                           // folded away: first and last are constants
+        if (c < CA) {
+            const int n = a_valid(ld, c, kb, k0);
+            cp_async16(sA + ld.a_dst + c * THREADS * 16, n ? ld.a_ptr + c * ld.a_step : A, 2 * n);
+        } else {
+            const int i = c - CA, n = b_valid(ld, i, kb, k0);
+            cp_async16(sB + ld.b_dst + i * THREADS * 16, n ? ld.b_ptr + i * ld.b_step : B, 2 * n);
+        }
+    }
+#else
+    // Whole chunks: a chunk is copied (16 bytes) when its first element is
+    // inside, else zero-filled. Elements past K (N) inside a copied chunk
+    // are the row padding of a repacked buffer, zeros (pad_copy).
+    const bool a_k_ok = k0 + ld.a_col < kb;
+    #pragma unroll
+    for (int c = 0; c < NCH; ++c) {
+        if (c < first || c >= last)
+            continue;
+        if (c < CA) {
+            const bool ok = a_k_ok && ((ld.a_rows_ok >> c) & 1u);
+            cp_async16(sA + ld.a_dst + c * THREADS * 16, ok ? ld.a_ptr + c * ld.a_step : A, ok ? 16 : 0);
+        } else {
+            const int i = c - CA;
+            const bool ok = ld.b_n_left > 0 && k0 + ld.b_row + i * B_STEP < kb;
+            cp_async16(sB + ld.b_dst + i * THREADS * 16, ok ? ld.b_ptr + i * ld.b_step : B, ok ? 16 : 0);
+        }
+    }
+#endif
+}
+#else
+// The same chunks through registers: fetch (global loads in flight), then,
+// after some Tensor Core work, put (combine + st.shared).
+__device__ __forceinline__ void fetch_chunks(int first, int last, Raw (&v)[NCH],
+                                             const Loader& ld, int kb, int k0)
+{
+    #pragma unroll
+    for (int c = 0; c < NCH; ++c) {
+        if (c < first || c >= last)
+            continue;
+        if (c < CA)
+            fetch8(ld.a_ptr + c * ld.a_step, a_valid(ld, c, kb, k0), v[c - first]);
+        else
+            fetch8(ld.b_ptr + (c - CA) * ld.b_step, b_valid(ld, c - CA, kb, k0), v[c - first]);
+    }
+}
+__device__ __forceinline__ void put_chunks(int first, int last, const Raw (&v)[NCH],
+                                           unsigned sA, unsigned sB, const Loader& ld)
+{
+    #pragma unroll
+    for (int c = 0; c < NCH; ++c) {
+        if (c < first || c >= last)
+            continue;
+        if (c < CA)
+            sts128(sA + ld.a_dst + c * THREADS * 16, combine(v[c - first]));
+        else
+            sts128(sB + ld.b_dst + (c - CA) * THREADS * 16, combine(v[c - first]));
+    }
+}
+#endif
+
+// A whole k-tile (the prologue).
+__device__ __forceinline__ void copy_tile(unsigned sA, unsigned sB, Loader& ld, const T* __restrict__ A,
+                                          const T* __restrict__ B, int kb, int k0, int ldb)
+{
+#if ALIGNED
+    copy_chunks(0, NCH, sA, sB, ld, A, B, kb, k0);
+#else
+    Raw v[NCH];
+    fetch_chunks(0, NCH, v, ld, kb, k0);
+    put_chunks(0, NCH, v, sA, sB, ld);
+#endif
+    ld.a_ptr += BK;
+    ld.b_ptr += (long long)BK * ldb;
+}
+
+// ---------------------------------------------------------------- MAC loop
+
+__device__ __forceinline__ void load_frags(unsigned (&af)[MT][4], unsigned (&bf)[NT][2],
+                                           unsigned sA, unsigned sB, const unsigned (&a_off)[KK],
+                                           const unsigned (&b_off)[WN / 16], int ks)
+{
+    #pragma unroll
+    for (int mi = 0; mi < MT; ++mi)
+        ldsm_x4(af[mi], sA + a_off[ks] + mi * 16 * RA * 16);
+    #pragma unroll
+    for (int nj = 0; nj < WN / 16; ++nj) {
+        unsigned r[4];
+        ldsm_x4_trans(r, sB + b_off[nj] + ks * 16 * RB * 16);
+        bf[2 * nj][0] = r[0];  bf[2 * nj][1] = r[1];
+        bf[2 * nj + 1][0] = r[2];  bf[2 * nj + 1][1] = r[3];
+    }
+}
+
+// acc += A[m0:m0+BM, kt0*BK : kt1*BK] @ B[same k, n0:n0+BN] (clipped to the
+// matrix). Leaves the pipeline drained and shared memory free (a final
+// barrier), so a persistent block can call it again for its next tile.
+__device__ __forceinline__ void mac_loop(float (&acc)[MT][NT][4],
+                                         const T* __restrict__ A, const T* __restrict__ B,
+                                         int M, int N, int K, int lda, int ldb,
+                                         int m0, int n0, int kt0, int kt1, unsigned sA0, unsigned sB0)
+{
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int kb = imin(K, kt1 * BK);            // loads stop here (split-K / stream-K range end)
+
+    Loader ld;
+    {
+        const int a_row = tid / RA, b_col = (tid % RB) * 8;
+        ld.a_col = (tid % RA) * 8;
+        ld.b_row = tid / RB;
+        ld.a_ptr = A + (long long)(m0 + a_row) * lda + kt0 * BK + ld.a_col;
+        ld.b_ptr = B + (long long)(kt0 * BK + ld.b_row) * ldb + n0 + b_col;
+        ld.a_step = (long long)A_STEP * lda;
+        ld.b_step = (long long)B_STEP * ldb;
+        ld.a_dst = swz(tid, RA) * 16;
+        ld.b_dst = swz(tid, RB) * 16;
+        ld.a_rows_ok = 0;
+        #pragma unroll
+        for (int i = 0; i < CA; ++i)
+            ld.a_rows_ok |= (m0 + a_row + i * A_STEP < M ? 1u : 0u) << i;
+        ld.b_n_left = N - (n0 + b_col);
+    }
+    unsigned a_off[KK], b_off[WN / 16];
+    #pragma unroll
+    for (int ks = 0; ks < KK; ++ks)
+        a_off[ks] = swz((wm * WM + lane % 16) * RA + ks * 2 + lane / 16, RA) * 16;
+    #pragma unroll
+    for (int nj = 0; nj < WN / 16; ++nj)
+        b_off[nj] = swz((lane % 16) * RB + (wn * WN + nj * 16) / 8 + lane / 16, RB) * 16;
+
+    // Prologue: k-tiles kt0 .. kt0+STAGES-2 in flight (zero-filled past kb).
+    #pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        copy_tile(sA0 + s * A_STAGE * 2, sB0 + s * B_STAGE * 2, ld, A, B, kb, (kt0 + s) * BK, ldb);
+        cp_async_commit();
+    }
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+
+    unsigned af[2][MT][4], bf[2][NT][2];
+    int rs = 0, ws = STAGES - 1;
+    load_frags(af[0], bf[0], sA0, sB0, a_off, b_off, 0);
+
+    for (int kt = kt0; kt < kt1; ++kt) {
+        const int kn = kt + STAGES - 1;        // k-tile being copied during this one
+        const unsigned wA = sA0 + ws * A_STAGE * 2, wB = sB0 + ws * B_STAGE * 2;
+        #pragma unroll
+        for (int ks = 0; ks < KK; ++ks) {
+            const int c0 = ks * NCH / KK, c1 = (ks + 1) * NCH / KK;   // this step's chunks
+#if !ALIGNED
+            Raw v[NCH];
+            fetch_chunks(c0, c1, v, ld, kb, kn * BK);               // global loads in flight ...
+#endif
+            if (ks == KK - 1) {
+#if ALIGNED
+                copy_chunks(c0, c1, wA, wB, ld, A, B, kb, kn * BK);
+#endif
+                ld.a_ptr += BK;
+                ld.b_ptr += (long long)BK * ldb;
+                cp_async_commit();
+                ws = (ws + 1 == STAGES) ? 0 : ws + 1;
+                cp_async_wait<STAGES - 2>();                       // k-tile kt+1 has landed
+                __syncthreads();
+                rs = (rs + 1 == STAGES) ? 0 : rs + 1;
+            }
+            if (ks < KK - 1 || kt + 1 < kt1)
+                load_frags(af[(ks + 1) % 2], bf[(ks + 1) % 2], sA0 + rs * A_STAGE * 2,
+                           sB0 + rs * B_STAGE * 2, a_off, b_off, (ks + 1) % KK);
+#if ALIGNED
+            if (ks < KK - 1)
+                copy_chunks(c0, c1, wA, wB, ld, A, B, kb, kn * BK);
+#endif
+            #pragma unroll
+            for (int mi = 0; mi < MT; ++mi)
+                #pragma unroll
+                for (int nj = 0; nj < NT; ++nj)
+                    mma16816(acc[mi][nj], af[ks % 2][mi], bf[ks % 2][nj]);
+#if !ALIGNED
+            // ... and stored behind the mma. Stage ws (the copy of k-tile kn)
+            // is read from iteration kn - 1 on, after at least one barrier
+            // that follows these stores (STAGES >= 3).
+            put_chunks(c0, c1, v, wA, wB, ld);
+#endif
+        }
+    }
+    cp_async_wait<0>();
+    __syncthreads();                            // shared memory free for the next call
+}
+
+// ---------------------------------------------------------------- epilogues
+
+// C fragment position of acc[mi][nj][2h], [2h+1]: (row, col), (row, col+1).
+#define FRAG_ROW(mi, h) (m0 + (warp / WARPS_N) * WM + (mi) * 16 + (lane / 4) + 8 * (h))
+#define FRAG_COL(nj)    (n0 + (warp % WARPS_N) * WN + (nj) * 8 + 2 * (lane % 4))
+
+// C = acc, guarded: only elements inside M x N are written.
+__device__ __forceinline__ void store_c(const float (&acc)[MT][NT][4], T* __restrict__ C,
+                                        int M, int N, int ldc, int m0, int n0)
+{
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const bool pairs = (ldc % 2 == 0) && ((unsigned long long)C % 4 == 0);
+    #pragma unroll
+    for (int mi = 0; mi < MT; ++mi)
+        #pragma unroll
+        for (int nj = 0; nj < NT; ++nj)
+            #pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = FRAG_ROW(mi, h), col = FRAG_COL(nj);
+                if (row >= M)
+                    continue;
+                T* p = C + (long long)row * ldc + col;
+                const float x = acc[mi][nj][2 * h], y = acc[mi][nj][2 * h + 1];
+                if (pairs && col + 1 < N) {
+                    *reinterpret_cast<unsigned*>(p) = pack2(x, y);
+                } else {
+                    if (col < N) p[0] = cvt1(x);
+                    if (col + 1 < N) p[1] = cvt1(y);
+                }
+            }
+}
+
+// Split-K partial results into the fp32 workspace W (row stride N).
+// atomic: W += acc (red.global.add.f32); otherwise W = acc.
+__device__ __forceinline__ void store_w(const float (&acc)[MT][NT][4], float* __restrict__ W,
+                                        int M, int N, int m0, int n0, bool atomic)
+{
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    #pragma unroll
+    for (int mi = 0; mi < MT; ++mi)
+        #pragma unroll
+        for (int nj = 0; nj < NT; ++nj)
+            #pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = FRAG_ROW(mi, h), col = FRAG_COL(nj);
+                if (row >= M)
+                    continue;
+                float* p = W + (long long)row * N + col;
+                #pragma unroll
+                for (int e = 0; e < 2; ++e)
+                    if (col + e < N) {
+                        if (atomic) red_add(p + e, acc[mi][nj][2 * h + e]);
+                        else p[e] = acc[mi][nj][2 * h + e];
+                    }
+            }
+}
+
+// ---------------------------------------------------------------- kernels
+
+// Data-parallel and split-K. blockIdx.z = k range z: k-tiles
+// [z * kt_per_split, (z+1) * kt_per_split). mode 0: C directly (gridDim.z
+// must be 1); 1: atomics into W[M][N]; 2: partial tile into W[z][M][N].
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+gemm_any(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, float* __restrict__ W,
+         int M, int N, int K, int lda, int ldb, int ldc, int kt_per_split, int mode)
+{
+    extern __shared__ __align__(128) unsigned char smem[];
+    const unsigned sA0 = smem_addr(smem);
+    const unsigned sB0 = sA0 + STAGES * A_STAGE * 2;
+
+    // Tile number pid in GROUP_M order over the whole matrix: the usual grid
+    // (ceil(N/BN), ceil(M/BM), splits) covers every tile; a 1-D grid of X
+    // blocks covers tiles 0..X-1 only (the data-parallel part of the hybrid).
+    int pid_m, pid_n;
+    tile_coords(blockIdx.y * gridDim.x + blockIdx.x, (M + BM - 1) / BM, (N + BN - 1) / BN, pid_m, pid_n);
+    const int m0 = pid_m * BM, n0 = pid_n * BN;
+    const int KT = (K + BK - 1) / BK;
+    const int kt0 = blockIdx.z * kt_per_split, kt1 = imin(KT, kt0 + kt_per_split);
+
+    float acc[MT][NT][4];
+    #pragma unroll
+    for (int i = 0; i < MT; ++i)
+        #pragma unroll
+        for (int j = 0; j < NT; ++j)
+            acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.f;
+
+    if (kt0 < kt1)                               // an empty last range still writes its zeros
+        mac_loop(acc, A, B, M, N, K, lda, ldb, m0, n0, kt0, kt1, sA0, sB0);
+
+    if (mode == 0)
+        store_c(acc, C, M, N, ldc, m0, n0);
+    else
+        store_w(acc, W + (mode == 2 ? (long long)blockIdx.z * M * N : 0ll), M, N, m0, n0, mode == 1);
+}
+
+// Second pass of split-K: C[r][c] = sum over z < splits of W[z][r][c], in
+// the order z = 0, 1, ... (deterministic). With clear = 1 (the atomic path,
+// splits = 1) W is zeroed after reading, ready for the next accumulation.
+extern "C" __global__ void splitk_reduce(float* __restrict__ W, T* __restrict__ C,
+                                         int M, int N, int ldc, int splits, int clear)
+{
+    const long long MN = (long long)M * N;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < MN;
+         i += (long long)gridDim.x * blockDim.x) {
+        float s = 0.f;
+        for (int z = 0; z < splits; ++z)
+            s += W[z * MN + i];
+        if (clear)
+            W[i] = 0.f;
+        const long long r = i / N, c = i - r * N;
+        C[r * ldc + c] = cvt1(s);
+    }
+}
+
+// Stream-K. The k-tile iterations of tiles [sk_first, tiles),
+//   iters = (tiles - sk_first) * KT,
+// are cut into G = gridDim.x equal ranges [b*iters/G, (b+1)*iters/G), one per
+// block. Hybrid: gemm_any on a 1-D grid of sk_first blocks first (whole
+// tiles 0..sk_first-1, data-parallel), then this kernel for the rest.
+// (A first version also did the data-parallel tiles in this kernel, in a
+// loop before the stream-K part: with two inlined MAC loops' worth of live
+// state ptxas scheduled the main loop worse, ~10 % slower per tile.)
+// A range is walked as segments, one per tile it touches. A segment that
+// starts a tile (kt0 == 0) makes its block the tile's owner; a segment that
+// does not is the first of its block (ranges are contiguous), so each block
+// publishes at most one partial: W[b] (BM*BN floats, in fragment order),
+// flags[b] = epoch. epoch changes at every launch, so the flags never need
+// clearing.
+__device__ __forceinline__ int sk_begin(int b, int iters, int G) { return (int)((long long)b * iters / G); }
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+gemm_streamk(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
+             float* __restrict__ W, int* __restrict__ flags,
+             int M, int N, int K, int lda, int ldb, int ldc, int sk_first, int epoch)
+{
+    extern __shared__ __align__(128) unsigned char smem[];
+    const unsigned sA0 = smem_addr(smem);
+    const unsigned sB0 = sA0 + STAGES * A_STAGE * 2;
+    const int G = gridDim.x, b = blockIdx.x, tid = threadIdx.x;
+    const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN, tiles = grid_m * grid_n;
+    const int KT = (K + BK - 1) / BK;
+
+    float acc[MT][NT][4];
+    auto zero = [&]() {
+        #pragma unroll
+        for (int i = 0; i < MT; ++i)
+            #pragma unroll
+            for (int j = 0; j < NT; ++j)
+                acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.f;
+    };
+
+    const int iters = (tiles - sk_first) * KT;   // the host keeps tiles * KT < 2^31
+    const int it1 = sk_begin(b + 1, iters, G);
+    for (int it = sk_begin(b, iters, G); it < it1;) {
+        const int t = sk_first + it / KT;          // this segment: tile t, k-tiles [kt0, kt1)
+        const int kt0 = it % KT;
+        const int kt1 = imin(KT, kt0 + (it1 - it));
+        it += kt1 - kt0;
+        int pm, pn;
+        tile_coords(t, grid_m, grid_n, pm, pn);
+        const int m0 = pm * BM, n0 = pn * BN;
+        zero();
+        mac_loop(acc, A, B, M, N, K, lda, ldb, m0, n0, kt0, kt1, sA0, sB0);
+
+        if (kt0 != 0) {
+            // Not the owner: publish the partial tile and raise the flag.
+            float* dst = W + (long long)b * (BM * BN);
+            #pragma unroll
+            for (int mi = 0; mi < MT; ++mi)
+                #pragma unroll
+                for (int nj = 0; nj < NT; ++nj)
+                    stcg4(dst + ((mi * NT + nj) * THREADS + tid) * 4,
+                          acc[mi][nj][0], acc[mi][nj][1], acc[mi][nj][2], acc[mi][nj][3]);
+            __syncthreads();
+            if (tid == 0) {
+                asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+                asm volatile("st.release.gpu.global.b32 [%0], %1;\n" :: "l"(flags + b), "r"(epoch) : "memory");
+            }
+        } else {
+            // Owner: add the partials of the blocks that hold the rest of the tile.
+            int covered = kt1;
+            for (int o = b + 1; covered < KT; ++o) {
+                const int o_begin = sk_begin(o, iters, G);
+                const int o_end = imin(sk_begin(o + 1, iters, G), (t - sk_first + 1) * KT);
+                if (o_end == o_begin)
+                    continue;                    // an empty range (iters < G): no partial, no flag
+                if (tid == 0) {
+                    int f;
+                    do {
+                        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(f) : "l"(flags + o) : "memory");
+                    } while (f != epoch);
+                }
+                __syncthreads();
+                const float* src = W + (long long)o * (BM * BN);
+                #pragma unroll
+                for (int mi = 0; mi < MT; ++mi)
+                    #pragma unroll
+                    for (int nj = 0; nj < NT; ++nj) {
+                        float x, y, z, w;
+                        ldcg4(src + ((mi * NT + nj) * THREADS + tid) * 4, x, y, z, w);
+                        acc[mi][nj][0] += x; acc[mi][nj][1] += y;
+                        acc[mi][nj][2] += z; acc[mi][nj][3] += w;
+                    }
+                covered += o_end - o_begin;
+            }
+            store_c(acc, C, M, N, ldc, m0, n0);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- padding path
+
+// dst[r][c] = src[r][c] inside rows x cols, 0 elsewhere, for a dst of
+// drows x dcols (dcols % 8 == 0, 16-byte aligned); src any stride, any
+// alignment. Eight elements per thread, read with load8, one 16-byte store.
+extern "C" __global__ void pad_copy(const T* __restrict__ src, int rows, int cols, long long lds,
+                                    T* __restrict__ dst, int drows, int dcols)
+{
+    const long long chunks = (long long)drows * (dcols / 8);
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < chunks;
+         i += (long long)gridDim.x * blockDim.x) {
+        const long long r = i / (dcols / 8);
+        const int c = (int)(i - r * (dcols / 8)) * 8;
+        const int n = r < rows ? clampi(cols - c, 0, 8) : 0;
+        const U4 v = load8(src + r * lds + c, n);
+        *reinterpret_cast<U4*>(dst + r * dcols + c) = v;
+    }
+}
+
+// C[r][c] = src[r][c] for r < M, c < N; src is M' x scols (scols % 8 == 0).
+extern "C" __global__ void unpad_copy(const T* __restrict__ src, int scols, T* __restrict__ C,
+                                      int M, int N, long long ldc)
+{
+    const long long chunks = (long long)M * ((N + 7) / 8);
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < chunks;
+         i += (long long)gridDim.x * blockDim.x) {
+        const long long r = i / ((N + 7) / 8);
+        const int c = (int)(i - r * ((N + 7) / 8)) * 8;
+        const U4 v = *reinterpret_cast<const U4*>(src + r * scols + c);
+        const unsigned w[4] = {v.x, v.y, v.z, v.w};
+        T* p = C + r * ldc + c;
+        #pragma unroll
+        for (int e = 0; e < 8; ++e)
+            if (c + e < N)
+                p[e] = (T)(w[e / 2] >> (16 * (e % 2)));
+    }
+}
