@@ -32,10 +32,10 @@ def measure(key, shape, params=None):
             return bench.gemm([item], shape)[0]
         return bench.transpose([item], shape)[0]
     except verify.WrongResult as e:   # a pitfall kernel: wrong on purpose
-        return {"chapter": spec.chapter, "kernel": key, "params": item[1], "dtype": spec.dtype,
-                "shape": list(shape), "metric": "TFLOP/s" if spec.op == "gemm" else "GB/s", "value": None,
-                "reference": "cuBLAS" if spec.op == "gemm" else "cudaMemcpy D2D", "reference_value": None,
-                "ratio": None, "rel_err": None, "wrong": str(e)}
+        return results.Record(chapter=spec.chapter, kernel=key, params=item[1], dtype=spec.dtype,
+                              shape=list(shape), metric="TFLOP/s" if spec.op == "gemm" else "GB/s", value=None,
+                              reference="cuBLAS" if spec.op == "gemm" else "cudaMemcpy D2D",
+                              reference_value=None, ratio=None, rel_err=None, wrong=str(e)).as_dict()
 
 
 def main():

@@ -36,10 +36,10 @@ def _configs(items) -> list:
 def _recorded(spec, p, dtype, shape, metric, reference):
     r = results.lookup(spec.key, p, dtype, shape)
     if r is None:
-        return {"chapter": spec.chapter, "kernel": spec.key, "title": spec.title, "params": p,
-                "dtype": dtype, "shape": list(shape), "metric": metric, "value": None,
-                "reference": reference, "reference_value": None, "ratio": None,
-                "rel_err": None, "source": "recorded", "note": "not recorded"}
+        return results.Record(chapter=spec.chapter, kernel=spec.key, title=spec.title, params=p, dtype=dtype,
+                              shape=list(shape), metric=metric, value=None, reference=reference,
+                              reference_value=None, ratio=None, rel_err=None, source="recorded",
+                              note="not recorded").as_dict()
     return {**r, "title": spec.title, "source": "recorded"}
 
 
@@ -97,11 +97,10 @@ def gemm(items, shape=(4096, 4096, 4096), dtype: str | None = None, verify_each:
             err = verify.check(C, ref, dtype, what=f"{spec.key} {p}")
         t = timing.time_pair(run, blas, rounds=rounds)
         tf, ref_tf = timing.tflops(fl, t["ms"]), timing.tflops(fl, t["ref_ms"])
-        recs.append({"chapter": spec.chapter, "kernel": spec.key, "title": spec.title, "params": p,
-                     "dtype": dtype, "shape": [M, N, K], "metric": "TFLOP/s", "value": sig(tf),
-                     "reference": "cuBLAS", "reference_value": sig(ref_tf),
-                     "ratio": sig(tf / ref_tf, 4), "rel_err": err, "ms": sig(t["ms"]),
-                     "repeats": t["n"], "rounds": rounds, "source": "live"})
+        recs.append(results.Record(chapter=spec.chapter, kernel=spec.key, title=spec.title, params=p, dtype=dtype,
+                                   shape=[M, N, K], metric="TFLOP/s", value=sig(tf), reference="cuBLAS",
+                                   reference_value=sig(ref_tf), ratio=sig(tf / ref_tf, 4), rel_err=err,
+                                   ms=sig(t["ms"]), repeats=t["n"], rounds=rounds, source="live").as_dict())
     return recs
 
 
@@ -136,11 +135,11 @@ def transpose(items, shape=(4096, 4096), rounds: int = 3) -> list:
             raise verify.WrongResult(f"{spec.key} {p}: {bad} of {out.size} elements wrong or never written")
         t = timing.time_pair(lambda: L(out, X, R, Cc), copy, rounds=rounds)
         gb, ref_gb = timing.gbps(nbytes, t["ms"]), timing.gbps(nbytes, t["ref_ms"])
-        recs.append({"chapter": spec.chapter, "kernel": spec.key, "title": spec.title, "params": p,
-                     "dtype": "float32", "shape": [R, Cc], "metric": "GB/s", "value": sig(gb),
-                     "reference": "cudaMemcpy D2D", "reference_value": sig(ref_gb),
-                     "ratio": sig(gb / ref_gb, 4), "rel_err": 0.0, "ms": sig(t["ms"]),
-                     "repeats": t["n"], "rounds": rounds, "source": "live"})
+        recs.append(results.Record(chapter=spec.chapter, kernel=spec.key, title=spec.title, params=p,
+                                   dtype="float32", shape=[R, Cc], metric="GB/s", value=sig(gb),
+                                   reference="cudaMemcpy D2D", reference_value=sig(ref_gb),
+                                   ratio=sig(gb / ref_gb, 4), rel_err=0.0, ms=sig(t["ms"]), repeats=t["n"],
+                                   rounds=rounds, source="live").as_dict())
     return recs
 
 

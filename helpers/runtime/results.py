@@ -21,9 +21,49 @@ import datetime
 import json
 import os
 import subprocess
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import gpu
+
+@dataclass
+class Record:
+    """One measurement of the results contract (docs/architecture.md).
+
+    ``chapter``, ``kernel`` (catalog key), ``params`` (every compile-time
+    parameter), ``dtype`` of the inputs, ``shape`` ([M, N, K] or [ROWS, COLS]),
+    ``metric`` ("TFLOP/s" or "GB/s"), ``value`` (None when not measured),
+    ``reference`` ("cuBLAS" or "cudaMemcpy D2D") and ``reference_value``
+    measured in the same run, ``ratio`` = value / reference_value, ``rel_err``
+    against the float64 reference. Optional: ``title``, ``ms`` (median time),
+    ``repeats``, ``rounds``, ``source`` ("live" or "recorded"), ``note`` and
+    ``wrong`` (why a result is missing). The notebooks and figures read records
+    as dicts: :meth:`as_dict` leaves out the optional fields that are None."""
+    chapter: int
+    kernel: str
+    params: dict
+    dtype: str
+    shape: list
+    metric: str
+    value: float | None
+    reference: str
+    reference_value: float | None
+    ratio: float | None
+    rel_err: float | None
+    title: str | None = None
+    ms: float | None = None
+    repeats: int | None = None
+    rounds: int | None = None
+    source: str | None = None
+    note: str | None = None
+    wrong: str | None = None
+
+    _OPTIONAL = ("title", "ms", "repeats", "rounds", "source", "note", "wrong")
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        return {k: v for k, v in d.items() if not (k in self._OPTIONAL and v is None)}
+
 
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "results"
 DEFAULT_SLUG = os.environ.get("GEMM_BOOK_RESULTS", "h200")
