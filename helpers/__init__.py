@@ -11,11 +11,12 @@ chapters/  one module per chapter: its catalog entries and the calls its noteboo
     ch05_register_tiling register tiles, warp tiles, double buffering, cp.async
     ch06_wmma            WMMA; the layout and fp16-accumulator pitfalls
     ch07_mma_sync        mma.sync, ldmatrix, swizzle, multistage pipeline; the PROBE ladder
+    ch10_hopper          Hopper: TMA, wgmma, the mbarrier ring (sm_90a)
 figures/   every Plotly figure and every display
     style                the shared look (colours, scales, compact arrays)
     show                 display figures, kernel sources, tables, notes (live and in the book)
     records              measurement records as tables and bars
-    roofline sweep mapping tiles banks fragments precision probes   the figures of each topic
+    roofline sweep mapping tiles banks fragments precision probes hopper   the figures of each topic
 models/    pure Python/NumPy models of what the kernels do (no runtime, no Plotly)
     raster               cdiv and the one block rasterisation
     occupancy            theoretical occupancy (Occupancy Calculator model)
@@ -26,6 +27,7 @@ models/    pure Python/NumPy models of what the kernels do (no runtime, no Plotl
     mma_sync             geometry of 07_mma_sync.cu, ncu predictions, Tensor Core owner models
     pipeline             NumPy replay of the Tensor Core kernels' data flow and pipeline hazards
     precision            unit roundoff, the fp16 running sum
+    hopper               TMA swizzle, wgmma descriptors, accumulator layout, mbarrier ring of chapter 10
 runtime/   compile, check, launch, verify, time, record (no chapter knowledge, no Plotly)
     gpu                  is there a GPU (live mode) or not (recorded mode); its spec sheet
     compile              build kernels/*.cu with NVRTC (cached), or check them with nvcc; SASS counts
@@ -41,5 +43,6 @@ runtime/   compile, check, launch, verify, time, record (no chapter knowledge, n
     ncu                  one Nsight Compute invocation and CSV parser for the ncu scripts
     precision            fp16 accumulator and TF32 measurements
     probes               the PROBE ladder of chapter 7, with clock and power sampling
+    tma                  TMA tensor-map descriptors (cuda.bindings, ctypes fallback) for chapter 10
 """
 from . import chapters  # noqa: F401  (registers every chapter's kernels in runtime.catalog)
