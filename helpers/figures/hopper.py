@@ -20,44 +20,44 @@ from .style import GROUP_COLORS, discrete_scale, model_note
 def swizzle_figure(rows: int = 16):
     """Two panels: where 16-byte chunk c of row r of a TMA box lands in shared memory,
     without a swizzle and with the 128-byte swizzle (``rows`` rows of 128 bytes)."""
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
-                        subplot_titles=("no swizzle", "SWIZZLE_128B: chunk c of row r at c ^ (r % 8)"))
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.08,
+                        subplot_titles=("no swizzle", "SWIZZLE_128B: c -> c ^ (r % 8)"))
     for col, mode in enumerate(("none", "128B"), start=1):
         z = model.chunk_map(rows, mode)
         fig.add_trace(go.Heatmap(
-            z=z, x=[f"c{c}" for c in range(8)], y=list(range(rows)), zmin=-0.5, zmax=7.5,
-            colorscale=discrete_scale(GROUP_COLORS), showscale=False, xgap=1, ygap=1,
+            z=z, x=list(range(8)), y=list(range(rows)), zmin=-0.5, zmax=7.5,
+            colorscale=discrete_scale(GROUP_COLORS), showscale=False, xgap=2, ygap=2,
             text=z, texttemplate="%{text}",
             hovertemplate="row %{y}, logical chunk %{x}<br>stored in chunk %{z} (banks 4z..4z+3)<extra></extra>"),
             row=1, col=col)
-        fig.update_xaxes(title_text="logical 16-byte chunk of the row", side="top", row=1, col=col)
-        fig.update_yaxes(autorange="reversed", title_text="row of the box" if col == 1 else None,
-                         scaleanchor=f"x{'' if col == 1 else col}", row=1, col=col)
-    fig.update_layout(title=dict(text=f"Where TMA puts each 16-byte chunk of a box row<br>"
-                                      f"<sup>{model_note()}; checked on the GPU against a tile TMA wrote</sup>",
+        fig.update_xaxes(title_text="logical 16-byte chunk c", dtick=1, constrain="domain", row=1, col=col)
+        fig.update_yaxes(autorange="reversed", dtick=1, title_text="box row r" if col == 1 else None,
+                         scaleanchor=f"x{'' if col == 1 else col}", constrain="domain", row=1, col=col)
+    fig.update_layout(title=dict(text=f"Where TMA stores each 16-byte chunk (the number: its chunk in shared memory)"
+                                      f"<br><sup>{model_note()}; checked on the GPU against a tile TMA wrote</sup>",
                                  x=0.01),
-                      height=520, margin=dict(l=50, r=20, t=110, b=20))
+                      height=560, margin=dict(l=50, r=20, t=110, b=50))
     return fig
 
 
 def accumulator_figure(n: int = 32):
-    """Which thread of the warpgroup holds each element of the first ``n`` columns of
-    an m64nNk16 fp32 accumulator: colour = warp, number = lane, hover = register."""
-    thread, reg = model.accumulator_owner(max(n, 8) if n % 8 == 0 else 8 * (n // 8 + 1))
-    thread, reg = thread[:, :n], reg[:, :n]
-    warp, lane = thread // 32, thread % 32
+    """Which lane of warp 0 holds each element of rows 0-15 and the first ``n`` columns of
+    an m64nNk16 fp32 accumulator (warp w holds rows 16w..16w+15 the same way): number =
+    lane, colour = the lane's quad (lane // 4, the row it starts in), hover = register."""
+    full = n if n % 8 == 0 else 8 * (n // 8 + 1)
+    thread, reg = model.accumulator_owner(full)
+    lane, reg = thread[:16, :n], reg[:16, :n]
     fig = go.Figure(go.Heatmap(
-        z=warp, zmin=-0.5, zmax=3.5, colorscale=discrete_scale(GROUP_COLORS[:4]), showscale=False,
-        text=lane, texttemplate="%{text}", textfont=dict(size=8), xgap=1, ygap=1,
-        customdata=np.dstack([thread, reg]),
-        hovertemplate="C[%{y}, %{x}]<br>thread %{customdata[0]} (warp %{z}, lane %{text})"
-                      "<br>register d[%{customdata[1]}]<extra></extra>"))
-    fig.update_yaxes(autorange="reversed", title_text="row of the 64-row block", scaleanchor="x")
-    fig.update_xaxes(title_text="column", side="top")
-    fig.update_layout(title=dict(text=f"wgmma m64nNk16 accumulators, first {n} columns: colour = warp, "
-                                      f"number = lane<br><sup>{model_note()} (PTX ISA register fragments); "
-                                      "checked on the GPU with an instrumented build</sup>", x=0.01),
-                      height=760, margin=dict(l=50, r=20, t=110, b=20))
+        z=lane // 4, zmin=-0.5, zmax=7.5, colorscale=discrete_scale(GROUP_COLORS), showscale=False,
+        text=lane, texttemplate="%{text}", textfont=dict(size=9), xgap=1, ygap=1,
+        customdata=reg,
+        hovertemplate="C[%{y}, %{x}]: lane %{text}, register d[%{customdata}]<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", title_text="row (warp 0)", dtick=2, scaleanchor="x", constrain="domain")
+    fig.update_xaxes(title_text="column", dtick=8, constrain="domain")
+    fig.update_layout(title=dict(text=f"wgmma m64nNk16 accumulators: the lane of warp 0 that holds each element"
+                                      f"<br><sup>{model_note()} (PTX ISA register fragments); checked on the GPU "
+                                      "with an instrumented build</sup>", x=0.01),
+                      height=460, margin=dict(l=50, r=20, t=90, b=40))
     return fig
 
 
