@@ -117,6 +117,8 @@ for _dt, (_suffix, _fixed) in DTYPES.items():
                    if _name == "r5_tma_store" else ())))
 
 LADDER = [name for name, *_ in RUNGS]
+SHORT = {"r1_tma_wgmma": "1 TMA+wgmma", "r2_warp_specialized": "2 specialized", "r3_persistent": "3 persistent",
+         "r4_cluster": "4 cluster", "r5_tma_store": "5 TMA store"}
 
 
 # ------------------------------------------------------------------ notebook calls
@@ -126,7 +128,7 @@ def ladder(shape=(4096, 4096, 4096), dtypes=("bfloat16", "float16")) -> list:
     recs = []
     for dt in dtypes:
         for r in bench.gemm([key(n, dt) for n in LADDER], shape, dtype=dt):
-            recs.append({**r, "rung_label": r["kernel"].split("_")[1]})
+            recs.append({**r, "rung_label": SHORT[r["kernel"][len("hopper_"):].rsplit("_", 1)[0]]})
     return recs
 
 
@@ -149,7 +151,7 @@ def show_ladder(recs: list, caption: str) -> None:
     """The ladder as a table and as grouped bars, with the recorded tensor-pipe activity."""
     records.show_table(recs, caption)
     rows, where = profile_rows()
-    pipe = {r["rung"].split("_")[0]: r["tensor pipe active (%)"] for r in rows}
+    pipe = {SHORT[r["rung"]]: r["tensor pipe active (%)"] for r in rows}
     show.figure(hopper_fig.ladder_figure(recs, pipe=pipe, pipe_where=where))
 
 
