@@ -33,18 +33,7 @@
 #ifndef BLOCK_Y
 #define BLOCK_Y 8
 #endif
-#ifndef RECORD_OWNER
-#define RECORD_OWNER 0
-#endif
-
-#if RECORD_OWNER
-#define OWNER_PARAM , int* __restrict__ owner
-#define RECORD(idx) owner[idx] = (int)((blockIdx.y * gridDim.x + blockIdx.x) * 1024 \
-                                       + threadIdx.y * blockDim.x + threadIdx.x)
-#else
-#define OWNER_PARAM
-#define RECORD(idx)
-#endif
+#include "instrument.cuh"     // OWNER_PARAM, RECORD(idx): the -DRECORD_OWNER=1 build
 
 extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y)
 sgemm_naive_xfirst(const float* __restrict__ A, const float* __restrict__ B,

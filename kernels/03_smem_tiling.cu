@@ -18,7 +18,7 @@
 //       __syncthreads();                      // nobody still reads them
 //   }
 //
-// Global traffic falls by a factor TILE (see helpers/tiles.py: reuse()).
+// Global traffic falls by a factor TILE (see helpers/models/tiles.py: reuse()).
 // Shared-memory reads in the inner loop: As[ty][k] is the same address for
 // every lane of a row of the block (a broadcast), Bs[k][tx] is 32 (or TILE)
 // consecutive floats: no bank conflicts for TILE = 8, 16 or 32.
@@ -38,18 +38,7 @@
 #ifndef TILE
 #define TILE 32
 #endif
-#ifndef RECORD_OWNER
-#define RECORD_OWNER 0
-#endif
-
-#if RECORD_OWNER
-#define OWNER_PARAM , int* __restrict__ owner
-#define RECORD(idx) owner[idx] = (int)((blockIdx.y * gridDim.x + blockIdx.x) * 1024 \
-                                       + threadIdx.y * blockDim.x + threadIdx.x)
-#else
-#define OWNER_PARAM
-#define RECORD(idx)
-#endif
+#include "instrument.cuh"     // OWNER_PARAM, RECORD(idx): the -DRECORD_OWNER=1 build
 
 static_assert(TILE * TILE <= 1024, "a block of TILE x TILE threads must fit in 1024 threads");
 

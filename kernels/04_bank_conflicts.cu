@@ -33,7 +33,7 @@
 //      becomes a row read (16 consecutive floats, scalar LDS), but the tile
 //      store now writes down a column: 32-way (BK = 32) or 16-way (BK = 16)
 //      for PAD = 0; PAD = 1 fixes BK = 32, PAD = 2 fixes BK = 16.
-// helpers/banks.py models every one of these accesses and predicts the Nsight
+// helpers/models/banks.py models every one of these accesses and predicts the Nsight
 // Compute counters; tests/gpu/test_banks_ncu.py checks the prediction.
 //
 // Preconditions: none on the shape (any M, N, K >= 1): out-of-range tile
@@ -42,7 +42,7 @@
 // Tile parameters (-D): BM, BN (block tile, default 64 x 64), BK (16 or 32),
 //   TN (outputs per thread, 8), LAYOUT (0/1/2), PAD (floats per row, 0..4).
 //   Threads per block = BM * BN / TN (512 by default).
-//   Rules (checked in helpers/catalog.py): BM % 16 == 0, BN % (2 * TN) == 0,
+//   Rules (checked in helpers/chapters/ch04_bank_conflicts.py): BM % 16 == 0, BN % (2 * TN) == 0,
 //   TN % 4 == 0, threads % BK == 0, threads % BN == 0, (BM * BK) % threads
 //   == 0, (BK * BN) % threads == 0, BK in {16, 32} for LAYOUT 1.
 // Launch: block = (BM * BN / TN), grid = (ceil(N / BN), ceil(M / BM)).
@@ -73,19 +73,10 @@
 #ifndef PAD
 #define PAD 0
 #endif
-#ifndef RECORD_OWNER
-#define RECORD_OWNER 0
-#endif
 
 #define THREADS (BM * BN / TN)
 
-#if RECORD_OWNER
-#define OWNER_PARAM , int* __restrict__ owner
-#define RECORD(idx) owner[idx] = (int)((blockIdx.y * gridDim.x + blockIdx.x) * 1024 + threadIdx.x)
-#else
-#define OWNER_PARAM
-#define RECORD(idx)
-#endif
+#include "instrument.cuh"     // OWNER_PARAM, RECORD(idx): the -DRECORD_OWNER=1 build
 
 static_assert(BM % 16 == 0, "BM: a warp covers 16 rows");
 static_assert(BN % (2 * TN) == 0, "BN: a warp covers 2 * TN columns");

@@ -30,7 +30,7 @@
 //                        4-byte copies into its transposed place, B as 16-byte
 //                        copies). Dynamic shared memory (may exceed 48 KB).
 //
-// Preconditions (checked by helpers/catalog.py before launch):
+// Preconditions (checked by helpers/chapters/ch05_register_tiling.py before launch):
 //   reg1d, reg2d   none on the shape (edges zero-filled and guarded).
 //   vec4, warptile, warptile_db: K % 4 == 0 and N % 4 == 0, A, B, C 16-byte
 //                  aligned (float4 accesses); M is free.
@@ -82,17 +82,7 @@
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
-#ifndef RECORD_OWNER
-#define RECORD_OWNER 0
-#endif
-
-#if RECORD_OWNER
-#define OWNER_PARAM , int* __restrict__ owner
-#define RECORD(idx) owner[idx] = (int)((blockIdx.y * gridDim.x + blockIdx.x) * 1024 + threadIdx.x)
-#else
-#define OWNER_PARAM
-#define RECORD(idx)
-#endif
+#include "instrument.cuh"     // OWNER_PARAM, RECORD(idx): the -DRECORD_OWNER=1 build
 
 // A tiles are stored transposed, As[k][m], with rows of A_LD floats. The +4
 // keeps rows 16-byte aligned (float4 reads) and shifts row k by 4k banks, so
@@ -101,10 +91,13 @@
 
 // ================================================================ step 1
 #define R1_THREADS (BM * BN / TM)
-// Static shared memory is limited to 48 KB per block. CuPy and nvcc compile
-// every entry of this file with the same -D values, so an entry whose tiles
-// would not fit (or whose other constraints fail) gets a trapping body below
-// instead of a compile error; helpers/catalog.py never launches it.
+// Static shared memory is limited to 48 KB per block. Every entry of this file
+// is compiled with the same -D values, and a parameter set valid for one entry
+// may not be for another (a different thread count), so each entry has a
+// validity test (R1_OK ... CA_OK). The build of an entry defines ENTRY_<name>
+// (helpers.runtime.compile does), and then that entry's test is a static_assert:
+// an invalid configuration is a compile error. The other entries of the same
+// build keep an empty body when their test fails; they are never launched from it.
 #define STATIC_SMEM_MAX (48 * 1024)
 #define R1_OK (4 * BK * (BM + BN) <= STATIC_SMEM_MAX && BM % TM == 0 && R1_THREADS >= 32 && R1_THREADS <= 1024 && R1_THREADS % 32 == 0 \
                && R1_THREADS % BK == 0 && R1_THREADS % BN == 0                           \
@@ -114,6 +107,9 @@ extern "C" __global__ void __launch_bounds__(R1_OK ? R1_THREADS : 32)
 sgemm_reg1d(const float* __restrict__ A, const float* __restrict__ B,
             float* __restrict__ C, int M, int N, int K OWNER_PARAM)
 {
+#ifdef ENTRY_sgemm_reg1d
+    static_assert(R1_OK, "sgemm_reg1d: invalid parameters (its R1_OK test; rules in helpers/chapters/ch05_register_tiling.py)");
+#endif
 #if R1_OK
     __shared__ float As[BM * BK];           // row-major As[m][k]
     __shared__ float Bs[BK * BN];           // Bs[k][n]
@@ -158,8 +154,6 @@ sgemm_reg1d(const float* __restrict__ A, const float* __restrict__ B,
             if (gm < M) { C[(size_t)gm * N + gn] = acc[i]; RECORD((size_t)gm * N + gn); }
         }
     }
-#else
-    __trap();   // parameters invalid for this entry (helpers/catalog.py refuses them before launch)
 #endif
 }
 
@@ -185,6 +179,9 @@ extern "C" __global__ void __launch_bounds__(R2_OK ? R2_THREADS : 32)
 sgemm_reg2d(const float* __restrict__ A, const float* __restrict__ B,
             float* __restrict__ C, int M, int N, int K OWNER_PARAM)
 {
+#ifdef ENTRY_sgemm_reg2d
+    static_assert(R2_OK, "sgemm_reg2d: invalid parameters (its R2_OK test; rules in helpers/chapters/ch05_register_tiling.py)");
+#endif
 #if R2_OK
     __shared__ __align__(16) float As[BK * A_LD];     // transposed: As[k][m]
     __shared__ __align__(16) float Bs[BK * BN];
@@ -229,8 +226,6 @@ sgemm_reg2d(const float* __restrict__ A, const float* __restrict__ B,
             if (gm < M && gn < N) { C[(size_t)gm * N + gn] = acc[i][j]; RECORD((size_t)gm * N + gn); }
         }
     }
-#else
-    __trap();
 #endif
 }
 
@@ -273,6 +268,9 @@ extern "C" __global__ void __launch_bounds__(V4_OK ? R2_THREADS : 32)
 sgemm_vec4(const float* __restrict__ A, const float* __restrict__ B,
            float* __restrict__ C, int M, int N, int K OWNER_PARAM)
 {
+#ifdef ENTRY_sgemm_vec4
+    static_assert(V4_OK, "sgemm_vec4: invalid parameters (its V4_OK test; rules in helpers/chapters/ch05_register_tiling.py)");
+#endif
 #if V4_OK
     __shared__ __align__(16) float As[BK * A_LD];
     __shared__ __align__(16) float Bs[BK * BN];
@@ -316,8 +314,6 @@ sgemm_vec4(const float* __restrict__ A, const float* __restrict__ B,
             }
         }
     }
-#else
-    __trap();
 #endif
 }
 #undef THREADS_
@@ -334,7 +330,7 @@ sgemm_vec4(const float* __restrict__ A, const float* __restrict__ B,
 //   Lane bits are dealt so that lanes n and n^1 share lm (same A float4) and
 // lanes n and n^2 share ln (same B float4): bit 0 -> ln, bit 1 -> lm, the
 // remaining bits fill ln, then lm. Such "paired" LDS.128 requests are served
-// in 2 wavefronts instead of 4 (helpers/banks.py), and the distinct float4s
+// in 2 wavefronts instead of 4 (helpers/models/banks.py), and the distinct float4s
 // of each half-warp are consecutive: no bank conflicts.
 #define LM (WM / TM)
 #define LN (WN / TN)
@@ -413,6 +409,9 @@ extern "C" __global__ void __launch_bounds__(WT_OK ? WT_THREADS : 32, MIN_BLOCKS
 sgemm_warptile(const float* __restrict__ A, const float* __restrict__ B,
                float* __restrict__ C, int M, int N, int K OWNER_PARAM)
 {
+#ifdef ENTRY_sgemm_warptile
+    static_assert(WT_OK, "sgemm_warptile: invalid parameters (its WT_OK test; rules in helpers/chapters/ch05_register_tiling.py)");
+#endif
 #if WT_OK
     __shared__ __align__(16) float As[BK * A_LD];
     __shared__ __align__(16) float Bs[BK * BN];
@@ -436,8 +435,6 @@ sgemm_warptile(const float* __restrict__ A, const float* __restrict__ B,
         __syncthreads();
     }
     WARPTILE_EPILOGUE
-#else
-    __trap();
 #endif
 }
 
@@ -450,6 +447,9 @@ extern "C" __global__ void __launch_bounds__(WT_DB_OK ? WT_THREADS : 32, MIN_BLO
 sgemm_warptile_db(const float* __restrict__ A, const float* __restrict__ B,
                   float* __restrict__ C, int M, int N, int K OWNER_PARAM)
 {
+#ifdef ENTRY_sgemm_warptile_db
+    static_assert(WT_DB_OK, "sgemm_warptile_db: invalid parameters (its WT_DB_OK test; rules in helpers/chapters/ch05_register_tiling.py)");
+#endif
 #if WT_DB_OK
     __shared__ __align__(16) float As[2][BK * A_LD];
     __shared__ __align__(16) float Bs[2][BK * BN];
@@ -484,8 +484,6 @@ sgemm_warptile_db(const float* __restrict__ A, const float* __restrict__ B,
         }
     }
     WARPTILE_EPILOGUE
-#else
-    __trap();
 #endif
 }
 #undef THREADS_
@@ -523,6 +521,9 @@ extern "C" __global__ void __launch_bounds__(CA_OK ? WT_THREADS : 32, MIN_BLOCKS
 sgemm_cp_async(const float* __restrict__ A, const float* __restrict__ B,
                float* __restrict__ C, int M, int N, int K OWNER_PARAM)
 {
+#ifdef ENTRY_sgemm_cp_async
+    static_assert(CA_OK, "sgemm_cp_async: invalid parameters (its CA_OK test; rules in helpers/chapters/ch05_register_tiling.py)");
+#endif
 #if CA_OK
     extern __shared__ __align__(16) float smem[];
     float* As = smem;                                  // [STAGES][BK][A_LD]
@@ -603,7 +604,5 @@ sgemm_cp_async(const float* __restrict__ A, const float* __restrict__ B,
     }
     CP_ASYNC_WAIT(0);                   // nothing may land after the block exits
     WARPTILE_EPILOGUE
-#else
-    __trap();
 #endif
 }

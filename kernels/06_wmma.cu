@@ -41,7 +41,7 @@
 //     is large, an addend below half its ulp no longer changes it; with
 //     all-positive inputs and large K the result stops growing.
 //
-// Preconditions (helpers/catalog.py refuses the rest before launch):
+// Preconditions (helpers/chapters/ch06_wmma.py refuses the rest before launch):
 //   K % 8 == 0 and N % 8 == 0 (each 16-byte chunk of a row of A, B and C is
 //   aligned and wholly inside or outside the matrix); pointers 16-byte aligned.
 //   M is free. Tiles that overhang M, N or K are zero-filled by cp.async
@@ -94,10 +94,6 @@
 #ifndef WRONG_LAYOUT
 #define WRONG_LAYOUT 0
 #endif
-#ifndef RECORD_OWNER
-#define RECORD_OWNER 0
-#endif
-
 using namespace nvcuda;
 
 #if BF16
@@ -143,13 +139,7 @@ static_assert((BM * BK / 8) % THREADS == 0 && (BK * BN / 8) % THREADS == 0,
               "16-byte chunks of a tile must spread evenly over the threads");
 static_assert(STAGES >= 2, "at least two stages");
 
-#if RECORD_OWNER
-#define OWNER_PARAM , int* __restrict__ owner
-#define RECORD(idx) owner[idx] = (int)((blockIdx.y * gridDim.x + blockIdx.x) * 1024 + threadIdx.x)
-#else
-#define OWNER_PARAM
-#define RECORD(idx)
-#endif
+#include "instrument.cuh"     // OWNER_PARAM, RECORD(idx): the -DRECORD_OWNER=1 build
 
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool in_bounds)
 {

@@ -12,7 +12,7 @@
 //      mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32
 //    D[16x8] = A[16x16] * B[16x8] + C[16x8]. Its operands live in registers,
 //    spread over the 32 lanes in a fixed pattern (PTX ISA, "Matrix Fragments
-//    for mma.m16n8k16"; helpers/fragments.py draws it). With g = lane / 4 and
+//    for mma.m16n8k16"; helpers/figures/fragments.py draws it). With g = lane / 4 and
 //    t = lane % 4, lane `lane` holds
 //      A: (g, 2t..2t+1) (g+8, 2t..2t+1) (g, 2t+8..2t+9) (g+8, 2t+8..2t+9)
 //      B: (k = 2t..2t+1, n = g) and (k = 2t+8..2t+9, n = g)
@@ -66,7 +66,7 @@
 //    blocks walk down a column of tiles before moving right; blocks running
 //    at the same time then share A and B panels in L2.
 //
-// Preconditions (helpers/catalog.py refuses anything else before launch):
+// Preconditions (helpers/chapters/ch07_mma_sync.py refuses anything else before launch):
 //   K % 8 == 0 and N % 8 == 0: every 16-byte chunk of a row of A or B is
 //   16-byte aligned and lies entirely inside or outside the matrix; C is
 //   stored two elements (4 bytes) at a time. Pointers 16-byte aligned.
@@ -117,15 +117,18 @@
 #ifndef BF16
 #define BF16 0
 #endif
-#ifndef RECORD_OWNER
-#define RECORD_OWNER 0
-#endif
 #ifndef LOAD_SPREAD
 #define LOAD_SPREAD 1
 #endif
 #ifndef PROBE
 #define PROBE 0
 #endif
+// The PROBE ladder (timing experiments only, wrong results; PROBE 0 is the
+// kernel): rung n leaves out one more stage, so two rungs differ by one stage.
+#define KEEP_C_STORES    (PROBE < 1)   // rung 1 drops the C stores
+#define KEEP_LOOP_COPIES (PROBE < 2)   // rung 2 also drops the main loop's cp.async copies
+#define KEEP_TILE_SYNC   (PROBE < 3)   // rung 3 also drops each k-tile's cp.async wait + barrier
+#define KEEP_LOOP_LDSM   (PROBE < 4)   // rung 4 also drops the loop's ldmatrix: the mma alone
 
 #if BF16
 typedef __nv_bfloat16 T;
@@ -162,13 +165,7 @@ static_assert((BM * RA) % THREADS == 0 && (BK * RB) % THREADS == 0,
 static_assert(THREADS % RA == 0 && THREADS % RB == 0,
               "a thread's chunks must stay in one column of chunks (BN <= 256)");
 
-#if RECORD_OWNER
-#define OWNER_PARAM , int* __restrict__ owner
-#define RECORD(idx) owner[idx] = (int)((blockIdx.y * gridDim.x + blockIdx.x) * 1024 + threadIdx.x)
-#else
-#define OWNER_PARAM
-#define RECORD(idx)
-#endif
+#include "instrument.cuh"     // OWNER_PARAM, RECORD(idx): the -DRECORD_OWNER=1 build
 
 // Physical 16-byte chunk of logical chunk q in a tile with R chunks per row.
 __device__ __forceinline__ int swz(int q, int R)
@@ -381,9 +378,7 @@ gemm_mma_sync(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ 
     // Stage ws was last read in iteration kt-1, before its barrier, so it may
     // be refilled from the first step on.
     //
-    // PROBE (timing experiments only, wrong results): leave stages out to see
-    // what each costs. 1: no C stores; 2: and no main-loop copies; 3: and no
-    // barrier; 4: and no ldmatrix in the loop (the mma instructions alone).
+    // KEEP_* are the PROBE ladder's switches (top of the file); all true in the kernel.
     constexpr int NCH = CA + CB;
     for (int kt = 0; kt < KT; ++kt) {
         const int kn = kt + STAGES - 1;
@@ -395,27 +390,27 @@ gemm_mma_sync(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ 
                 // committed: STAGES + kt; STAGES-2 pending means tile kt+1 landed.
                 // No branch on kn < KT: past the last k-tile every chunk fails
                 // its k < K test and is zero-filled into a stage nobody reads.
-                if (PROBE < 2)
+                if (KEEP_LOOP_COPIES)
                     load_chunks(ks * NCH / KK, NCH, wA, wB, lc, A, B, K, kn * BK);
                 next_tile(lc, N);
                 cp_async_commit();
                 ws = (ws + 1 == STAGES) ? 0 : ws + 1;
-                if (PROBE < 3) {
+                if (KEEP_TILE_SYNC) {
                     cp_async_wait<STAGES - 2>();
                     __syncthreads();
                 }
                 rs = (rs + 1 == STAGES) ? 0 : rs + 1;
             }
-            if (PROBE < 4 && (ks < KK - 1 || kt + 1 < KT))
+            if (KEEP_LOOP_LDSM && (ks < KK - 1 || kt + 1 < KT))
                 load_frags(af[(ks + 1) % 2], bf[(ks + 1) % 2], sA0 + rs * A_STAGE * 2,
                            sB0 + rs * B_STAGE * 2, a_off, b_off, (ks + 1) % KK);
-            if (PROBE < 2 && ks < KK - 1)
+            if (KEEP_LOOP_COPIES && ks < KK - 1)
                 load_chunks(ks * NCH / KK, (ks + 1) * NCH / KK, wA, wB, lc, A, B, K, kn * BK);
             #pragma unroll
             for (int mi = 0; mi < MT; ++mi)
                 #pragma unroll
                 for (int nj = 0; nj < NT; ++nj)
-                    mma16816(acc[mi][nj], af[PROBE < 4 ? ks % 2 : 0][mi], bf[PROBE < 4 ? ks % 2 : 0][nj]);
+                    mma16816(acc[mi][nj], af[KEEP_LOOP_LDSM ? ks % 2 : 0][mi], bf[KEEP_LOOP_LDSM ? ks % 2 : 0][nj]);
         }
     }
 #else
@@ -462,9 +457,9 @@ gemm_mma_sync(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ 
             #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int row = m0 + wm * WM + mi * 16 + g + 8 * h;
-                // N % 8 == 0: col+1 < N too. PROBE >= 1 keeps the test on the
-                // accumulator (so no mma is optimized away) but never stores.
-                if (row < M && col < N && (PROBE == 0 || acc[mi][nj][0] == -1.5e-38f)) {
+                // N % 8 == 0: col+1 < N too. Without KEEP_C_STORES the test on the
+                // accumulator stays (so no mma is optimized away) but never stores.
+                if (row < M && col < N && (KEEP_C_STORES || acc[mi][nj][0] == -1.5e-38f)) {
                     const size_t idx = (size_t)row * N + col;
                     *reinterpret_cast<T2*>(C + idx) = pack2(acc[mi][nj][2 * h], acc[mi][nj][2 * h + 1]);
                     RECORD(idx);

@@ -14,8 +14,9 @@ from .common import SMEM_OPTIN_SM90, divides_threads, even_split, staged, static
 
 
 # Every rule below mirrors a validity test in kernels/05_register_tiling.cu
-# (R1_OK, R2_OK, V4_OK, WT_OK, WT_DB_OK, CA_OK): an entry compiled with
-# parameters that fail it has a trapping body, so the catalog must refuse them.
+# (R1_OK, R2_OK, V4_OK, WT_OK, WT_DB_OK, CA_OK), a static_assert in the build of
+# its entry: the catalog refuses what the kernel would not compile, and
+# tests/test_rules_vs_kernels.py checks every slider configuration against it.
 def _reg1d_threads(p):
     return p["BM"] * p["BN"] // p["TM"]
 

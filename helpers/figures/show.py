@@ -25,7 +25,7 @@ import plotly.graph_objects as go
 from IPython.display import Markdown, display
 
 from helpers.runtime import gpu
-from helpers.runtime.compile import source as compile_source
+from helpers.runtime.compile import kernel_path
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 _fig_counter = itertools.count()
@@ -106,8 +106,9 @@ def figure(fig, config: Mapping | None = None) -> None:
 
 # ------------------------------------------------------------------- source
 def _kernel_text(file: str) -> str:
-    """The kernel file with its local #includes pasted (what NVRTC compiles)."""
-    return compile_source(file)
+    """The kernel file as it is in kernels/ (its ``#include "instrument.cuh"``
+    line stands for the instrumentation, which the compiler gets pasted in)."""
+    return kernel_path(file).read_text()
 
 
 def _matching_brace(text: str, open_at: int) -> int:
@@ -169,8 +170,8 @@ def source(file: str, entry: str | None = None) -> None:
     Args:
         file: a file name in ``kernels/``, e.g. ``"01_naive.cu"``.
         entry: if given, only the ``extern "C"`` function of that name and the
-            comment block right above it; otherwise the whole file (local
-            ``#include "x.cuh"`` files pasted in, as the compiler sees it).
+            comment block right above it; otherwise the whole file, as it is
+            in kernels/ (local ``#include "x.cuh"`` lines are shown, not pasted).
 
     Output: Markdown, a caption line naming the file (and entry) and a
     fenced ```` ```cuda ```` block, so JupyterLab and the book both highlight it.

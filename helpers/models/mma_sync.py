@@ -30,7 +30,11 @@ WMMA_NCU = {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "PAD": 8, "STAGE
 # ------------------------------------------------------------------ kernel geometry
 @dataclass(frozen=True)
 class MmaSyncGeometry:
-    """Derived sizes of 07_mma_sync.cu for one parameter set (its #defines)."""
+    """Derived sizes of 07_mma_sync.cu for one parameter set (its #defines).
+
+    No validity checks here: the kernel's static_asserts are the rules, the
+    catalog entry (helpers/chapters/ch07_mma_sync.py) refuses what they reject,
+    and tests/test_rules_vs_kernels.py ties the two."""
     BM: int
     BN: int
     BK: int
@@ -43,10 +47,8 @@ class MmaSyncGeometry:
 
     @classmethod
     def of(cls, p: dict) -> "MmaSyncGeometry":
-        g = cls(**{k: int(p[k]) for k in ("BM", "BN", "BK", "WM", "WN", "STAGES", "SWIZZLE", "GROUP_M")},
-                LOAD_SPREAD=int(p.get("LOAD_SPREAD", 1)))
-        g.check()
-        return g
+        return cls(**{k: int(p[k]) for k in ("BM", "BN", "BK", "WM", "WN", "STAGES", "SWIZZLE", "GROUP_M")},
+                   LOAD_SPREAD=int(p.get("LOAD_SPREAD", 1)))
 
     warps_m = property(lambda s: s.BM // s.WM)
     warps_n = property(lambda s: s.BN // s.WN)
@@ -73,31 +75,6 @@ class MmaSyncGeometry:
         (burst), or one per iteration, zero-filled past the end (spread)."""
         pro = min(self.STAGES - 1, KT)
         return pro + (KT if self.LOAD_SPREAD else max(0, KT - (self.STAGES - 1)))
-
-    def check(self) -> None:
-        """The kernel's static_asserts, as ValueErrors naming the parameter."""
-        def need(ok, name, value, rule):
-            if not ok:
-                raise ValueError(f"{name}={value!r}: {rule}")
-        need(self.BM % self.WM == 0, "WM", self.WM, f"must divide BM={self.BM}")
-        need(self.BN % self.WN == 0, "WN", self.WN, f"must divide BN={self.BN}")
-        need(self.WM % 16 == 0, "WM", self.WM, "must be a multiple of 16 (m16 fragments)")
-        need(self.WN % 16 == 0, "WN", self.WN, "must be a multiple of 16 (ldmatrix .x4.trans covers n16)")
-        need(self.BK in (32, 64), "BK", self.BK, "must be 32 or 64 (an even number of k16 steps)")
-        need(self.STAGES >= 2, "STAGES", self.STAGES, "must be >= 2")
-        need(self.GROUP_M >= 1, "GROUP_M", self.GROUP_M, "must be >= 1")
-        t = self.threads
-        need((self.BM * self.RA) % t == 0, "BM", self.BM,
-             f"BM*BK/8 = {self.BM * self.RA} chunks of A must spread evenly over {t} threads")
-        need((self.BK * self.RB) % t == 0, "BN", self.BN,
-             f"BK*BN/8 = {self.BK * self.RB} chunks of B must spread evenly over {t} threads")
-        need(self.BN <= 256 and t % self.RB == 0, "BN", self.BN, f"BN/8 must divide the {t} threads")
-        if self.SWIZZLE:
-            need(t % (8 * max(self.RA, 8)) == 0 and t % (8 * max(self.RB, 8)) == 0, "threads", t,
-                 f"with SWIZZLE=1 must be a multiple of 64 and of BN={self.BN} "
-                 "(a thread's chunks must lie 8 rows apart)")
-
-
 
 
 # Per-thread / per-lane offsets exactly as the kernel computes them.

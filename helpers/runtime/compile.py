@@ -203,6 +203,14 @@ def _build(file: str, entry: str, defines: tuple, extra: tuple):
             + format_compile_log(log, src), log) from None
 
 
+def entry_defines(entry: str, params: dict | None = None) -> dict:
+    """``params`` plus ``ENTRY_<entry>=1``: which entry point a build is for. A
+    kernel file with several entries (kernels/05_register_tiling.cu) turns that
+    entry's validity test into a ``static_assert``, so a configuration it
+    rejects fails to compile instead of running."""
+    return {**(params or {}), f"ENTRY_{entry}": 1}
+
+
 def build(file: str, entry: str, params: dict | None = None, extra_options: tuple = ()):
     """Compile ``entry`` from ``kernels/<file>`` with ``-D`` for each of ``params``.
 
@@ -210,7 +218,7 @@ def build(file: str, entry: str, params: dict | None = None, extra_options: tupl
     :class:`KernelCompileError`, :class:`CudaHeadersNotFound`, RuntimeError in
     recorded mode.
     """
-    return _build(file, entry, _defines(params), tuple(extra_options))
+    return _build(file, entry, _defines(entry_defines(entry, params)), tuple(extra_options))
 
 
 def resources(kernel) -> dict:
@@ -275,7 +283,7 @@ def nvcc_check(file: str, entry: str, params: dict | None = None, arch: str = "s
     :class:`KernelCompileError` when the kernel does not compile, KeyError if
     ``entry`` is not in the file.
     """
-    res = _nvcc_check(file, _defines(params), arch, tuple(extra_options))
+    res = _nvcc_check(file, _defines(entry_defines(entry, params)), arch, tuple(extra_options))
     if entry not in res:
         raise KeyError(f"entry={entry!r}: not found in {file} (have {sorted(res)}); "
                        "is it extern \"C\" __global__?")
