@@ -81,13 +81,21 @@ def test_compile_log_points_at_source_line():
     assert "line 2: error: identifier \"y\" is undefined" in out and ">    2 | float x = y;" in out
 
 
-def test_include_dirs_have_crt_mma_or_say_what_to_install(monkeypatch):
+def test_include_dirs_find_crt_mma_where_the_toolkit_has_it():
+    from pathlib import Path
+    have = [d for d in kc._candidate_include_dirs() if (Path(d) / "crt" / "mma.h").is_file()]
+    if not have:
+        pytest.skip("no CUDA headers with crt/mma.h on this machine (the next test covers the message)")
     kc.cuda_include_dirs.cache_clear()
     try:
         dirs = kc.cuda_include_dirs()
-        assert any((__import__("pathlib").Path(d) / "crt" / "mma.h").is_file() for d in dirs)
-    except kc.CudaHeadersNotFound as e:
-        assert "pip install" in str(e)
+    finally:
+        kc.cuda_include_dirs.cache_clear()
+    assert any((Path(d) / "crt" / "mma.h").is_file() for d in dirs), f"headers at {have}, found {dirs}"
+
+
+def test_missing_include_dirs_say_what_to_install(monkeypatch):
+    kc.cuda_include_dirs.cache_clear()
     monkeypatch.setattr(kc, "_candidate_include_dirs", lambda: [])
     kc.cuda_include_dirs.cache_clear()
     with pytest.raises(kc.CudaHeadersNotFound, match="nvidia-cuda-crt"):
