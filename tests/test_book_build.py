@@ -381,7 +381,7 @@ PROBE_CELLS = [
     ("markdown", "# Probe\n\nA formula, typeset by the local MathJax: $2MNK$ FLOPs, and\n\n"
                  "$$\\text{AI} = \\frac{2MNK}{4(MK + KN + MN)}$$"),
     ("code", "import sys; sys.path.insert(0, {repo!r})\n"
-             "import plotly.graph_objects as go\nfrom helpers import show"),
+             "import plotly.graph_objects as go\nfrom helpers.figures import show"),
     ("code", "fig = go.Figure(go.Scatter(x=[1, 2, 3, 4], y=[1, 4, 9, 16], name='y = x^2'))\n"
              "fig.update_layout(title='probe: a line', height=300)\nshow.figure(fig)"),
     ("code", textwrap.dedent("""\
