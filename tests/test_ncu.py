@@ -79,3 +79,16 @@ def test_ncu_banks_keeps_each_counters_minimum_over_two_launches(tmp_path, monke
     assert t["launches"][0]["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"] == 1015808 + 3
     assert doc["transpose_shared/PAD0"]["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"] == 1015808
     assert all(v["match"] for v in doc["_meta"]["variants"].values())
+
+
+def test_query_metrics_keeps_metrics_with_rollup_and_ratio_suffixes(tmp_path):
+    """A metric is known by its base name, before its first suffix: found once with only
+    one suffix stripped, sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active was dropped."""
+    fake = tmp_path / "ncu"
+    names = "\n".join(f"{n}  Counter  some description" for n in
+                      ["sm__pipe_tensor_cycles_active", "dram__bytes_read"] + [f"x__m{i}" for i in range(60)])
+    fake.write_text(f"#!{sys.executable}\nprint('''Device\\n{names}''')\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    want = ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "dram__bytes_read.sum", "nope__x.sum"]
+    known, unknown, state = ncu_tool.query_metrics(str(fake), want)
+    assert state == "ok" and known == want[:2] and unknown == ["nope__x.sum"]

@@ -90,7 +90,7 @@ def query_metrics(ncu: str, metrics: list) -> tuple[list, list, str]:
     if r.returncode != 0 or text.count("\n") < 50:
         return list(metrics), [], f"query failed (rc={r.returncode}); using all metrics"
     names = {line.split()[0] for line in text.splitlines() if line.strip() and "__" in line.split()[0]}
-    known = [m for m in metrics if m.rsplit(".", 1)[0] in names]
+    known = [m for m in metrics if m.split(".", 1)[0] in names]   # base name: before the first suffix
     return known, [m for m in metrics if m not in known], "ok"
 
 
