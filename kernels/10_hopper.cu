@@ -270,6 +270,17 @@ __device__ __forceinline__ void mbar_arrive_all_ctas(u32 bar, u32 rank, u32 ctas
         else mbar_arrive_cluster(bar, c);
     }
 }
+// A consumer warpgroup is done with a slot: one arrive on its empty barrier, in
+// this CTA, or (multicast) in every CTA of the cluster, whose producers all wrote it.
+__device__ __forceinline__ void release_slot(u32 bar, u32 rank)
+{
+#if CLUSTER_M > 1 && MULTICAST
+    mbar_arrive_all_ctas(bar, rank, CLUSTER_M);
+#else
+    (void)rank;
+    mbar_arrive(bar);
+#endif
+}
 // Spin until the phase with parity `parity` has completed:
 //   while (!(phase_bit(bar) != parity)) ;   -- try_wait may suspend the thread
 //   for a hardware-chosen time instead of burning issue slots.
@@ -679,26 +690,14 @@ hopper_ws(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc t
 #else
                 wgmma_wait<1>();                             // the previous k-tile's group is done
 #endif
-                if (prev >= 0 && (threadIdx.x & 127) == 0) {
-#if !MCAST
-                    mbar_arrive(empty + 8 * prev);
-#else
-                    mbar_arrive_all_ctas(empty + 8 * prev, rank, CLUSTER_M);
-#endif
-                }
+                if (prev >= 0 && (threadIdx.x & 127) == 0) release_slot(empty + 8 * prev, rank);
                 prev = s;
             }
 #if EARLY_RELEASE
             prev = -1;                                       // every slot already released
 #endif
             wgmma_wait<0>();
-            if (prev >= 0 && (threadIdx.x & 127) == 0) {
-#if !MCAST
-                mbar_arrive(empty + 8 * prev);
-#else
-                mbar_arrive_all_ctas(empty + 8 * prev, rank, CLUSTER_M);
-#endif
-            }
+            if (prev >= 0 && (threadIdx.x & 127) == 0) release_slot(empty + 8 * prev, rank);
 #if EPI_TMA
             if (cw == 0) store_acc_tma<1>(d, &tmC, sC, (threadIdx.x & 127) == 0, m0, n0);
             else         store_acc_tma<2>(d, &tmC, sC + C_HALF_BYTES, (threadIdx.x & 127) == 0, m0 + 64, n0);
