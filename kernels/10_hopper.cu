@@ -122,9 +122,12 @@
 //   C, M, N, K). tm* are 128-byte CUtensorMap descriptors passed by value as
 //   __grid_constant__ parameters: A box 64 x BM, B box 64 x 64, C box 64 x 64
 //   (tmC is read only with EPI_TMA=1), all SWIZZLE_128B.
+// -DRECORD_OWNER=1 (kernels/instrument.cuh) appends an `int* owner` argument:
+//   every C element the direct epilogue stores records the thread that stored it.
 
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include "instrument.cuh"   // -DRECORD_OWNER=1: every C element records the thread that stored it
 
 #ifndef BF16
 #define BF16 0
@@ -158,9 +161,6 @@
 #endif
 #ifndef EPI_TMA              // rung 5: epilogue through shared memory + TMA store
 #define EPI_TMA 0
-#endif
-#ifndef RECORD_OWNER         // 1: rung 1 takes an extra `int* owner`; every C element it stores records
-#define RECORD_OWNER 0       // blockLinear * 1024 + threadIdx.x (the accumulator-layout check of chapter 10)
 #endif
 #ifndef PRODUCER_REGS
 #define PRODUCER_REGS 40
@@ -212,16 +212,6 @@ __device__ __forceinline__ T2 pack2(float x, float y) { return __floats2half2_rn
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
-
-#if RECORD_OWNER
-#define OWNER_PARAM , int* __restrict__ owner
-#define OWNER_ARG , owner
-#define RECORD(ptr, idx) (ptr)[idx] = (int)((blockIdx.y * gridDim.x + blockIdx.x) * 1024 + threadIdx.x)
-#else
-#define OWNER_PARAM
-#define OWNER_ARG
-#define RECORD(ptr, idx)
-#endif
 
 // The 128-byte CUtensorMap, opaque to the kernel (NVRTC has no cuda.h).
 struct __align__(64) TmaDesc { u64 d[16]; };
@@ -450,11 +440,11 @@ __device__ __forceinline__ void store_acc(const float (&d)[128], T* __restrict__
         if (c + 8 * j < N) {
             if (r < M) {
                 *reinterpret_cast<T2*>(p0 + 8 * j) = pack2(d[4 * j + 0], d[4 * j + 1]);
-                RECORD(owner, (size_t)r * N + c + 8 * j); RECORD(owner, (size_t)r * N + c + 8 * j + 1);
+                RECORD((size_t)r * N + c + 8 * j); RECORD((size_t)r * N + c + 8 * j + 1);
             }
             if (r + 8 < M) {
                 *reinterpret_cast<T2*>(p1 + 8 * j) = pack2(d[4 * j + 2], d[4 * j + 3]);
-                RECORD(owner, (size_t)(r + 8) * N + c + 8 * j); RECORD(owner, (size_t)(r + 8) * N + c + 8 * j + 1);
+                RECORD((size_t)(r + 8) * N + c + 8 * j); RECORD((size_t)(r + 8) * N + c + 8 * j + 1);
             }
         }
     }
