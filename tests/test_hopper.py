@@ -2,9 +2,6 @@
 and the ptxas log of every shipped configuration (with nvcc; skipped without it)."""
 from __future__ import annotations
 
-import re
-import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -146,25 +143,24 @@ def test_tma_checks_name_the_rule():
 
 
 # ------------------------------------------------------------------ ptxas log
-def _ptxas_log(entry_defines: dict) -> str:
-    with tempfile.TemporaryDirectory() as tmp:
-        cu = Path(tmp) / ch.FILE
-        cu.write_text(kc.source(ch.FILE))
-        cmd = [kc.nvcc_path(), "-cubin", "-arch=sm_90a", "-std=c++17", "-Xptxas", "-v",
-               *(f"-D{k}={v}" for k, v in entry_defines.items()), "-o", str(Path(tmp) / "k.cubin"), str(cu)]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    return r.stderr
-
-
 @pytest.mark.skipif(kc.nvcc_path() is None, reason="nvcc not found: the ptxas log check needs it")
-@pytest.mark.parametrize("k", [k for k, s in catalog.KERNELS.items() if s.chapter == 10 and k.endswith("bf16")])
+@pytest.mark.parametrize("k", [k for k, s in catalog.KERNELS.items() if s.chapter == 10])
 def test_ptxas_log_has_no_serialized_wgmma_or_ignored_setmaxnreg(k):
+    """Every shipped configuration, the same builds tests/test_compile.py makes (cached):
+    no warning at all, so neither C7508 (setmaxnreg ignored) nor C7510/C7515 (wgmma serialized)."""
     spec = catalog.get(k)
     for p in spec.configs():
-        log = _ptxas_log(spec.defines(p))
-        for code in ("C7508", "C7510", "C7515"):
-            assert code not in log, f"{k} {p}: ptxas warning {code}:\n{log}"
-        assert "warning" not in log.lower(), f"{k} {p}: ptxas warning:\n{log}"
-        m = re.search(rf"entry function '{spec.entry}'.*?(\d+) bytes spill stores, (\d+) bytes spill loads", log, re.S)
-        assert m and m.groups() == ("0", "0"), f"{k} {p}: spills\n{log}"
+        r = kc.nvcc_check(spec.file, spec.entry, spec.defines(p), arch="sm_90a")
+        assert not r["warnings"], f"{k} {p}: {r['warnings']}"
+        assert r["spill_stores"] == r["spill_loads"] == 0, f"{k} {p}: spills {r}"
+
+
+def test_ptxas_warnings_are_seen(tmp_path, monkeypatch):
+    """The check above can fail: a build that ptxas warns about reports the warning."""
+    if kc.nvcc_path() is None:
+        pytest.skip("nvcc not found")
+    (tmp_path / "w.cu").write_text('extern "C" __global__ void __launch_bounds__(128) k(float* x)\n'
+                                   '{ asm volatile("setmaxnreg.inc.sync.aligned.u32 240;"); x[0] = 1.f; }\n')
+    monkeypatch.setattr(kc, "KERNEL_DIR", tmp_path)
+    r = kc.nvcc_check("w.cu", "k", {}, arch="sm_90a")
+    assert any("C7508" in w for w in r["warnings"]), r     # an "info" line, not a "warning", in ptxas's log

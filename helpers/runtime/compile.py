@@ -263,6 +263,10 @@ def _nvcc_check(file: str, defines: tuple, arch: str, extra: tuple) -> dict:
         raise KernelCompileError(f"nvcc {file} {' '.join(defines)} for {arch} failed:\n"
                                  + format_compile_log(r.stderr, src), r.stderr)
     out = {}
+    # ptxas reports its performance warnings as "info" lines with a code: "(C7508) Potential
+    # Performance Loss: 'setmaxnreg' ignored", "(C7510) ... wgmma ... serialized".
+    warnings = tuple(ln.strip() for ln in r.stderr.splitlines()
+                     if "warning" in ln.lower() or re.search(r"\(C\d{4}\)", ln))
     for block in re.split(r"(?=ptxas info\s*: Compiling entry function)", r.stderr):
         m = _PTXAS.search(block)
         if m:
@@ -270,7 +274,8 @@ def _nvcc_check(file: str, defines: tuple, arch: str, extra: tuple) -> dict:
                                   "smem_static": int(m.group("smem") or 0),
                                   "stack": int(m.group("stack")),
                                   "spill_stores": int(m.group("sst")),
-                                  "spill_loads": int(m.group("sld"))}
+                                  "spill_loads": int(m.group("sld")),
+                                  "warnings": warnings}
     return out
 
 
@@ -279,7 +284,9 @@ def nvcc_check(file: str, entry: str, params: dict | None = None, arch: str = "s
     """Compile with ``nvcc -cubin -arch=<arch> -Xptxas -v`` (no GPU needed).
 
     Returns ``{"registers", "smem_static", "stack", "spill_stores", "spill_loads"}``
-    (bytes) for ``entry``. Raises FileNotFoundError when nvcc is absent,
+    (bytes) for ``entry``, and ``"warnings"``: every warning line of the build,
+    nvcc's and ptxas's, including ptxas's coded performance notes such as
+    "(C7508) ... 'setmaxnreg' ignored" or "(C7510) ... wgmma serialized". Raises FileNotFoundError when nvcc is absent,
     :class:`KernelCompileError` when the kernel does not compile, KeyError if
     ``entry`` is not in the file.
     """
