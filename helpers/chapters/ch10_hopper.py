@@ -23,8 +23,14 @@ SM90A = ("-arch=sm_90a",)         # wgmma and setmaxnreg exist only in sm_90a ma
 H200_SMS = 132                    # the recorded GPU's SM count (persistent grids without a GPU here)
 
 
+def _ws(p) -> bool:
+    """True for rungs 2-5 (entry hopper_ws, whose parameters include PERSISTENT); False for rung 1."""
+    return "PERSISTENT" in p
+
+
 def _bm(p) -> int:
-    return 64 if "PERSISTENT" not in p else 128
+    """Rows of C per block: one warpgroup's 64 (rung 1), two consumers' 128 (rungs 2-5)."""
+    return 128 if _ws(p) else 64
 
 
 def _smem(p) -> int:
@@ -36,7 +42,7 @@ def _smem(p) -> int:
 
 def _grid(p, s):
     M, N, _ = s
-    if "PERSISTENT" not in p:                                   # rung 1: one 64 x 256 tile per block
+    if not _ws(p):                                              # rung 1: one 64 x 256 tile per block
         return (cdiv(N, BN), cdiv(M, 64), 1)
     cl = p["CLUSTER_M"]
     tiles = cdiv(cdiv(M, 128), cl) * cdiv(N, BN)                 # row units of CLUSTER_M tiles x column tiles
@@ -62,7 +68,7 @@ def _args(p, A, B, C, M, N, K, *extra):
     and, for rungs 2-5, C (box 64 x 64, read with EPI_TMA=1), then C, M, N, K and any
     ``extra`` (the owner array of a RECORD_OWNER build)."""
     maps = (tma.tensor_map("A", A, _bm(p), BK), tma.tensor_map("B", B, BK, 64))
-    if "PERSISTENT" in p:
+    if _ws(p):
         maps += (tma.tensor_map("C", C, 64, 64),)
     return maps + (C, np.int32(M), np.int32(N), np.int32(K)) + tuple(extra)
 
@@ -110,7 +116,7 @@ for _dt, (_suffix, _fixed) in DTYPES.items():
             key=f"hopper_{_name}_{_suffix}", chapter=10, title=f"{_title} ({_suffix})", file=FILE, entry=_entry,
             op="gemm", dtype=_dt, out_dtype=_dt, align=16, defaults=dict(_defaults), fixed=dict(_fixed),
             choices={n: v for n, v in _CHOICES.items() if n in _defaults},
-            block=lambda p: ((128 if "PERSISTENT" not in p else 384), 1, 1), grid=_grid, smem=_smem,
+            block=lambda p: ((384 if _ws(p) else 128), 1, 1), grid=_grid, smem=_smem,
             rules=_rules, compile_options=SM90A, min_cc=(9, 0), arch_specific=True, args=_args,
             owner=_owner_rung1 if _entry == "hopper_tma_wgmma" else None,
             sweep=(({"STAGES": 3}, {"CLUSTER_M": 1}, {"GROUP_M": 1}, {"GROUP_M": 16})
