@@ -115,11 +115,20 @@ def _check(app: Sphinx) -> None:
                        app.config.mathjax_path, type="book_offline", subtype="mathjax")
 
 
+# Long inline code (a PTX instruction name) may break anywhere rather than widen a
+# narrow page past the screen; code blocks keep their own horizontal scroll.
+BOOK_CSS = "book.css"
+_BOOK_CSS_TEXT = ("code.literal, code.literal span.pre { white-space: normal; overflow-wrap: anywhere; "
+                  "word-break: break-word; }\n")
+
+
 def _copy_assets(app: Sphinx, exc: Exception | None) -> None:
     if exc is not None or app.builder.format != "html":
         return
     static = os.path.join(app.outdir, "_static")
     copy_asset_file(str(plotly_js_path()), static)
+    with open(os.path.join(static, BOOK_CSS), "w") as f:
+        f.write(_BOOK_CSS_TEXT)
     mj = mathjax_dir()
     if _mathjax_is_local(app) and mj is not None:
         # The package ships a dozen combined builds (tex-svg.js, mml-chtml.js, ...);
@@ -157,6 +166,7 @@ def setup(app: Sphinx) -> dict:
     app.add_js_file(None, body=_HIDE_AMD, priority=100)
     app.add_js_file(PLOTLY_JS, priority=101)
     app.add_js_file(None, body=_RESTORE_AMD, priority=102)
+    app.add_css_file(BOOK_CSS)
     app.connect("builder-inited", _check)
     app.connect("build-finished", _copy_assets)
     app.connect("html-page-context", _dedupe_scripts, priority=900)

@@ -231,7 +231,7 @@ def show_pipeline(stages=(1, 2, 4), k_tiles: int = 12, t_load: float = 2.5) -> N
     units of one k-tile's wgmma): how many stages hide the copy latency."""
     for s in stages:
         ev = model.pipeline_schedule(s, k_tiles, t_load=t_load, t_mma=1.0)
-        show.figure(hopper_fig.pipeline_figure(ev, title=f"STAGES = {s}, a load takes {t_load} k-tiles of wgmma"))
+        show.figure(hopper_fig.pipeline_figure(ev, title=f"STAGES = {s}; a load takes {t_load} k-tiles of wgmma"))
 
 
 def show_resources(dtype: str = "bfloat16") -> None:

@@ -62,27 +62,30 @@ def accumulator_figure(n: int = 32):
 
 
 def pipeline_figure(events: list, title: str = ""):
-    """A Gantt chart of the producer and consumer of the mbarrier ring
-    (:func:`helpers.models.hopper.pipeline_schedule`): one bar per k-tile,
-    coloured by its stage; hover gives the barrier parity and the time waited."""
+    """A timeline of the mbarrier ring (:func:`helpers.models.hopper.pipeline_schedule`):
+    one row per stage for the TMA loads in flight into it, one row for the consumers'
+    wgmma; bars numbered by k-tile, coloured by stage; hover gives the barrier parity
+    and the time the waiter was blocked."""
     stages = max(e["stage"] for e in events) + 1
+    rows = [f"TMA into stage {s}" for s in range(stages)] + ["wgmma (consumers)"]
     fig = go.Figure()
     for s in range(stages):
         ev = [e for e in events if e["stage"] == s]
+        ys = [f"TMA into stage {s}" if e["who"] == "producer" else "wgmma (consumers)" for e in ev]
         fig.add_trace(go.Bar(
-            y=[e["who"] for e in ev], x=[e["end"] - e["start"] for e in ev], base=[e["start"] for e in ev],
+            y=ys, x=[e["end"] - e["start"] for e in ev], base=[e["start"] for e in ev],
             orientation="h", name=f"stage {s}", marker_color=GROUP_COLORS[s % len(GROUP_COLORS)],
-            text=[str(e["tile"]) for e in ev], textposition="inside",
-            customdata=[[e["tile"], e["phase"], e["waited"]] for e in ev],
-            hovertemplate="%{y}: k-tile %{customdata[0]}, stage " + str(s) +
-                          ", waits on parity %{customdata[1]}<br>%{base:.2f} .. %{x:.2f} long, "
-                          "waited %{customdata[2]:.2f}<extra></extra>"))
+            marker_line=dict(width=1, color="white"), text=[str(e["tile"]) for e in ev], textposition="inside",
+            insidetextanchor="middle", customdata=[[e["tile"], e["phase"], e["waited"]] for e in ev],
+            hovertemplate="k-tile %{customdata[0]} in stage " + str(s) + ", barrier parity %{customdata[1]}"
+                          "<br>from %{base:.2f}, %{x:.2f} long; waited %{customdata[2]:.2f} before<extra></extra>"))
     eff = model.pipeline_efficiency(events)
-    fig.update_layout(barmode="overlay", height=300, margin=dict(l=80, r=20, t=90, b=40),
-                      title=dict(text=(title or f"{stages} stages") + f": consumer busy {eff:.0%} of the time"
-                                 f"<br><sup>a model of the full/empty mbarrier ring, not a measurement</sup>", x=0.01),
-                      xaxis_title="time (units of one k-tile's wgmma)", legend=dict(orientation="h", y=-0.35),
-                      yaxis=dict(categoryorder="array", categoryarray=["consumer", "producer"]))
+    fig.update_layout(barmode="overlay", height=170 + 38 * len(rows), margin=dict(l=130, r=20, t=90, b=40),
+                      showlegend=False,
+                      title=dict(text=(title or f"{stages} stages") + f"<br>consumers busy {eff:.0%} of the time"
+                                 "<br><sup>a model of the full/empty mbarrier ring, not a measurement</sup>", x=0.01),
+                      xaxis_title="time (one unit = one k-tile of wgmma)",
+                      yaxis=dict(categoryorder="array", categoryarray=rows[::-1]))
     return fig
 
 
