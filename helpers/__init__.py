@@ -28,6 +28,7 @@ models/    pure Python/NumPy models of what the kernels do (no runtime, no Plotl
     pipeline             NumPy replay of the Tensor Core kernels' data flow and pipeline hazards
     precision            unit roundoff, the fp16 running sum
     hopper               TMA swizzle, wgmma descriptors, accumulator layout, mbarrier ring of chapter 10
+    diagnosis            Nsight Compute panel -> bottleneck -> next step (seed 000 §5.2's decision table)
 runtime/   compile, check, launch, verify, time, record (no chapter knowledge, no Plotly)
     gpu                  is there a GPU (live mode) or not (recorded mode); its spec sheet
     compile              build kernels/*.cu with NVRTC (cached), or check them with nvcc; SASS counts
@@ -44,5 +45,6 @@ runtime/   compile, check, launch, verify, time, record (no chapter knowledge, n
     precision            fp16 accumulator and TF32 measurements
     probes               the PROBE ladder of chapter 7, with clock and power sampling
     tma                  TMA tensor-map descriptors (cuda.bindings, ctypes fallback) for chapter 10
+    panels               chapter 8's Nsight Compute panel of one launch: profiled live, or recorded
 """
 from . import chapters  # noqa: F401  (registers every chapter's kernels in runtime.catalog)

@@ -12,6 +12,16 @@ temporary file and runs
 then parses the CSV into one record per profiled launch, in launch order.
 ``--clock-control none`` leaves the GPU's clocks as they are (ncu would lock
 them to base otherwise); counts do not depend on clocks.
+
+:func:`profile_raw` (chapter 8's panels, ``scripts/ncu_panels.py``) adds
+Nsight Compute's sections (``--section SpeedOfLight`` ...) and asks for the
+*raw* page (``--page raw --csv``): one row per launch, one column per metric
+under its own name, every metric the sections collected included, read by
+:func:`parse_raw_csv`. Why this CSV and not the ``ncu_report`` Python module:
+the module comes as a 17 MB ``ncu-report`` wheel (or from the ``extras/python``
+folder of an Nsight Compute install) whose version should match the ncu that
+wrote the report; the CSV needs nothing beyond ncu itself, and the raw page
+already names every metric by the name the panel looks up.
 """
 from __future__ import annotations
 
@@ -81,6 +91,41 @@ def parse_csv(path: str) -> list[dict]:
     return [launches[k] for k in sorted(launches)]
 
 
+def parse_raw_csv(path: str) -> list[dict]:
+    """``ncu --page raw --csv`` output -> one dict per launch, in launch order:
+    {"id", "kernel", "grid", "block", "metrics": {raw metric name: value}}.
+
+    The raw page is a table: a header row (``"ID"``, ``"Kernel Name"``, ...,
+    then one column per metric), an optional units row (its ID cell is empty)
+    and one row per profiled launch. Values are floats (thousands separators
+    removed) or, when not numeric, the raw string; the identification columns
+    before the first metric (those without ``__`` in their name) are not metrics.
+    Lines before the header (ncu's ``==PROF==`` chatter) are skipped."""
+    lines = [ln for ln in Path(path).read_text(errors="replace").splitlines() if ln.startswith('"')]
+    rows = list(csv.reader(lines))
+    head = next((i for i, r in enumerate(rows) if r and r[0] == "ID"), None)
+    if head is None:
+        return []
+    cols = rows[head]
+    out = []
+    for r in rows[head + 1:]:
+        if not r or not r[0].strip().isdigit():
+            continue                       # the units row, or a stray line
+        cell = dict(zip(cols, r))
+        metrics = {}
+        for name, raw in cell.items():
+            if "__" not in name:
+                continue
+            v = raw.replace(",", "").strip()
+            try:
+                metrics[name] = float(v)
+            except ValueError:
+                metrics[name] = raw
+        out.append({"id": int(r[0]), "kernel": cell.get("Kernel Name", ""), "grid": cell.get("Grid Size", ""),
+                    "block": cell.get("Block Size", ""), "metrics": metrics})
+    return sorted(out, key=lambda L: L["id"])
+
+
 def query_metrics(ncu: str, metrics: list) -> tuple[list, list, str]:
     """Split ``metrics`` into (known, unknown) by ``ncu --query-metrics``
     (base names, without ``.sum``). If the query fails or looks empty, keep
@@ -123,3 +168,45 @@ def profile(ncu: str, script: str, items: list, kernel_regex: str, metrics: list
         launches = parse_csv(log) if os.path.exists(log) else []
     return {"launches": launches, "command": " ".join(cmd), "returncode": r.returncode,
             "stdout": r.stdout[-6000:], "stderr": r.stderr[-4000:]}
+
+
+# The sections chapter 8's panel reads (Nsight Compute's own section files).
+PANEL_SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis", "Occupancy", "WarpStateStats")
+
+
+def raw_command(ncu: str, child: list, kernel_regex: str, metrics: list, sections=PANEL_SECTIONS,
+                launch_count: int | None = None, log: str | None = None) -> list:
+    """The ncu argv that profiles the launches of ``child`` (an argv, e.g.
+    ``[python, script, "--launch", key]``) whose kernel name matches
+    ``kernel_regex``, collecting ``sections`` plus ``metrics``, and printing
+    the raw page as CSV (to ``log`` when given, else to stdout)."""
+    cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--kernel-name", kernel_regex]
+    if launch_count:
+        cmd += ["--launch-count", str(launch_count)]
+    for sec in sections:
+        cmd += ["--section", sec]
+    if metrics:
+        cmd += ["--metrics", ",".join(metrics)]
+    cmd += ["--page", "raw", "--csv", "--print-units", "base"]
+    if log:
+        cmd += ["--log-file", log]
+    return cmd + list(child)
+
+
+def profile_raw(ncu: str, child: list, kernel_regex: str, metrics: list, sections=PANEL_SECTIONS,
+                launch_count: int | None = None, timeout: float = 900) -> dict:
+    """Run :func:`raw_command` and parse its CSV (:func:`parse_raw_csv`).
+
+    Returns {"launches": [...] ([] if ncu wrote no table), "command": the exact
+    command line, "returncode", "stdout", "stderr" (trimmed to their ends),
+    "csv": the CSV text ncu wrote}. Raises nothing when ncu fails: the caller
+    reads ``returncode`` and ``launches``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = os.path.join(tmp, "ncu_raw.csv")
+        cmd = raw_command(ncu, child, kernel_regex, metrics, sections, launch_count, log)
+        print("running:", " ".join(cmd), flush=True)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        text = Path(log).read_text(errors="replace") if os.path.exists(log) else ""
+        launches = parse_raw_csv(log) if text else []
+    return {"launches": launches, "command": " ".join(cmd), "returncode": r.returncode,
+            "stdout": r.stdout[-6000:], "stderr": r.stderr[-4000:], "csv": text}

@@ -1,0 +1,153 @@
+"""Chapter 8's Nsight Compute panel of one kernel launch: profiled live, or read as recorded.
+
+:func:`profile` runs one launch of a catalog kernel under
+
+    ncu --clock-control none --target-processes all --kernel-name regex:^<entry>$ --launch-count 1
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy
+        --section WarpStateStats --metrics <METRICS> --page raw --csv --print-units base
+        python scripts/ncu_panels.py --launch <key> --shape M N K [--params JSON]
+
+(:func:`helpers.runtime.ncu.raw_command`; the child launches the kernel once on
+random inputs and checks it against a float64 reference) and returns the raw
+metrics, the panel (:func:`helpers.models.diagnosis.panel`) and the exact
+command line. :func:`recorded` reads the panels recorded on the H200 by
+``scripts/ncu_panels.py --out results/h200-ncu-panels.json``
+(``results.artifact("ncu-panels")``); :func:`get` picks one or the other and
+says which. Nsight Compute replays the launch once per group of counters, so
+its durations are not the book's timings; the percentages and bytes are what
+the panel reads.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers.models import diagnosis
+
+from . import catalog, gpu, launch, ncu as ncu_tool, results, verify
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "ncu_panels.py"
+ARTIFACT = "ncu-panels"
+
+# Counters the panel reads beyond what the four sections collect (kept when the
+# sections already have them: ncu collects each metric once). Unknown ones are
+# dropped after `ncu --query-metrics` (scripts/ncu_panels.py) so one missing
+# name cannot stop the run.
+METRICS = [
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "l1tex__throughput.avg.pct_of_peak_sustained_active",
+    "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "lts__t_sector_hit_rate.pct",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "sm__maximum_warps_per_active_cycle_pct",
+    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__inst_executed_pipe_tensor_op_hmma.sum",
+    "sm__inst_executed_pipe_tensor_op_gmma.sum",
+    "sm__inst_issued.avg.pct_of_peak_sustained_active",
+    "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "gpu__time_duration.sum",
+]
+
+
+def kernel_regex(keys) -> str:
+    """``regex:^(entry1|entry2)$`` matching the entry functions of catalog ``keys``."""
+    entries = sorted({catalog.get(k).entry for k in keys})
+    return "regex:^(" + "|".join(entries) + ")$" if len(entries) > 1 else f"regex:^{entries[0]}$"
+
+
+def launch_once(key: str, params: dict | None, shape) -> float:
+    """The child's work: one launch of ``key`` on random inputs, checked against a
+    float64 reference (a wrong result raises). Returns the relative error."""
+    cp = gpu.cupy()
+    spec = catalog.get(key)
+    M, N, K = shape
+    A = verify.random_matrix((M, K), spec.dtype)
+    B = verify.random_matrix((K, N) if spec.layout != "NT" else (N, K), spec.dtype)
+    C = cp.empty((M, N), dtype=verify.np_dtype(spec.out_dtype))
+    verify.poison(C)
+    launch.gemm(key, A, B, C, **(params or {}))
+    cp.cuda.Device().synchronize()
+    return verify.check(C, verify.reference_gemm(A, B, spec.layout), spec.dtype, what=key)
+
+
+def child_argv(key: str, shape, params: dict | None = None) -> list:
+    """``python scripts/ncu_panels.py --launch key --shape M N K [--params JSON]``."""
+    argv = [sys.executable, str(SCRIPT), "--launch", key, "--shape", *(str(s) for s in shape)]
+    return argv + (["--params", json.dumps(params, sort_keys=True)] if params else [])
+
+
+def usable(ncu: str | None = None) -> tuple[bool, str]:
+    """(True, path) when a GPU is live and ``ncu`` runs; else (False, why)."""
+    if not gpu.live():
+        return False, "no CUDA GPU is visible here"
+    path = ncu_tool.find(ncu)
+    if not path:
+        return False, "Nsight Compute (ncu) is not installed here"
+    try:
+        subprocess.run([path, "--version"], capture_output=True, timeout=60, check=True)
+    except Exception as e:  # noqa: BLE001  (any failure means: cannot profile here)
+        return False, f"ncu does not run here ({type(e).__name__})"
+    return True, path
+
+
+def profile(key: str, params: dict | None = None, shape=(4096, 4096, 4096), ncu: str | None = None,
+            metrics: list | None = None) -> dict:
+    """Profile one launch of ``key`` live. Returns {"key", "params", "shape", "kernel",
+    "metrics" (raw), "panel", "command", "source": "live", "where"}.
+
+    Raises RuntimeError (with the end of ncu's output) when ncu profiled
+    nothing: no permission to read the counters (ERR_NVGPUCTRPERM), an
+    unknown metric, a failed child."""
+    ok, path = usable(ncu)
+    if not ok:
+        raise RuntimeError(f"cannot profile: {path}")
+    res = ncu_tool.profile_raw(path, child_argv(key, shape, params), kernel_regex([key]),
+                               METRICS if metrics is None else metrics, launch_count=1)
+    if not res["launches"]:
+        raise RuntimeError(f"ncu profiled nothing (rc={res['returncode']}): "
+                           f"{(res['stderr'] or res['stdout'])[-1500:]}")
+    L = res["launches"][0]
+    spec = catalog.get(key)
+    return {"key": key, "params": spec.params(**(params or {})), "shape": list(shape), "kernel": L["kernel"],
+            "metrics": L["metrics"], "panel": diagnosis.panel(L["metrics"]), "command": res["command"],
+            "source": "live", "where": f"profiled live with Nsight Compute on {gpu.device_info()['name']}"}
+
+
+def recorded(slug: str = results.DEFAULT_SLUG) -> tuple[list, dict | None, str]:
+    """(runs, document, where) of the recorded panels (``results/<slug>-ncu-panels.json``);
+    each run gets its "panel" (recomputed from its raw metrics) and "source": "recorded".
+    ([], None, "not recorded yet ...") when the file is absent."""
+    doc = results.artifact(ARTIFACT, slug)
+    where = results.artifact_where(doc, ARTIFACT, slug)
+    if doc is None:
+        return [], None, where
+    runs = [{**r, "panel": diagnosis.panel(r["metrics"]), "source": "recorded", "where": where}
+            for r in doc.get("runs", [])]
+    return runs, doc, where
+
+
+def get(key: str, shape=(4096, 4096, 4096), live: bool | None = None) -> dict:
+    """The panel of ``key`` (default parameters): profiled now when ``live`` (default:
+    when :func:`usable`), else the recorded run, labelled. Raises KeyError when
+    neither is possible."""
+    if live is None:
+        live = usable()[0]
+    if live:
+        return profile(key, shape=shape)
+    runs, _, where = recorded()
+    for r in runs:
+        if r["key"] == key and list(r["shape"]) == list(shape):
+            return r
+    raise KeyError(f"{key} at {list(shape)}: no live ncu here and no recorded panel ({where})")

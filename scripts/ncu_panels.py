@@ -1,0 +1,124 @@
+"""Nsight Compute panels of every heaven's headline kernel (chapter 8).
+
+Usage (on a GPU with Nsight Compute):
+
+    python scripts/ncu_panels.py --out results/h200-ncu-panels.json [--shape 4096 4096 4096]
+    python scripts/ncu_panels.py --launch cp_async [--shape M N K] [--params '{"BK": 8}']
+
+The first form profiles the headline kernel (helpers.chapters.common.HEADLINE,
+default parameters) of every heaven this GPU can run, one launch each, under
+
+    ncu --clock-control none --target-processes all --kernel-name regex:^(<entries>)$
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy
+        --section WarpStateStats --metrics <helpers.runtime.panels.METRICS>
+        --page raw --csv --print-units base --log-file <tmp.csv>
+        python scripts/ncu_panels.py --child <plan.json>
+
+and writes every raw metric of each launch, the exact command and provenance
+(GPU, driver, CUDA runtime, CuPy, date, commit, ncu version) to --out (numeric
+values only, without the per-unit .min/.max roll-ups). Metrics
+that `ncu --query-metrics` does not know are dropped and listed. The second
+form is the child the notebook's one-kernel call (helpers.runtime.panels.profile)
+runs under ncu: one launch of one kernel, checked against a float64 reference.
+``--query-out FILE`` also saves the output of `ncu --query-metrics`.
+
+Exit status: 0 when the JSON was written (or the launch ran), 1 when ncu is
+missing or profiled nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from helpers.chapters.common import HEADLINE  # noqa: E402  (after the path set-up; fills the catalog)
+from helpers.models import diagnosis  # noqa: E402
+from helpers.runtime import catalog, gpu, ncu as ncu_tool, panels  # noqa: E402
+
+
+MINMAX = re.compile(r"\.(min|max)(\.|$)")    # per-unit extremes: not read by the panel, half the file
+
+
+def plan(shape) -> list:
+    cc = gpu.device_info()["cc"]
+    return [{"heaven": h, "key": k, "params": catalog.get(k).params(), "shape": list(shape)}
+            for h, k in sorted(HEADLINE.items()) if k in catalog.KERNELS and catalog.get(k).runs_on(cc)]
+
+
+def child(plan_file: str) -> None:
+    for it in json.loads(Path(plan_file).read_text()):
+        err = panels.launch_once(it["key"], it["params"], it["shape"])
+        print(f"child: {it['key']} rel_err {err:.2e}", flush=True)
+
+
+def record(a) -> int:
+    ncu = ncu_tool.find(a.ncu)
+    if not ncu:
+        print("ncu_panels: Nsight Compute (ncu) not found; nothing measured", file=sys.stderr)
+        return 1
+    if a.query_out:
+        q = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True)
+        Path(a.query_out).write_text(q.stdout + q.stderr)
+    items = plan(a.shape)
+    known, unknown, qstate = ncu_tool.query_metrics(ncu, panels.METRICS)
+    plan_file = Path(a.out).with_suffix(".plan.json")
+    plan_file.parent.mkdir(parents=True, exist_ok=True)
+    plan_file.write_text(json.dumps(items))
+    child_argv = [sys.executable, str(Path(__file__).resolve()), "--child", str(plan_file)]
+    res = ncu_tool.profile_raw(ncu, child_argv, panels.kernel_regex([it["key"] for it in items]), known)
+    plan_file.unlink()
+    print(res["stdout"][-3000:], res["stderr"][-2000:], sep="\n", flush=True)
+    if a.csv_out:
+        Path(a.csv_out).write_text(res["csv"])
+    if len(res["launches"]) != len(items):
+        print(f"ncu_panels: {len(res['launches'])} launches profiled for {len(items)} kernels", file=sys.stderr)
+        return 1
+    runs = []
+    for it, L in zip(items, res["launches"]):
+        assert L["kernel"].split("(")[0] == catalog.get(it["key"]).entry, (L["kernel"], it["key"])
+        runs.append({**it, "kernel": L["kernel"], "grid": L["grid"], "block": L["block"],
+                     "metrics": {k: v for k, v in L["metrics"].items() if isinstance(v, float) and not MINMAX.search(k)}})
+    for r in runs:
+        p = diagnosis.panel(r["metrics"])
+        print(f"  heaven {r['heaven']:2d} {r['key']:26s} SM {p['sm_pct'] or 0:5.1f}%  mem {p['mem_pct'] or 0:5.1f}%  "
+              f"DRAM {((p['dram_read'] or 0) + (p['dram_write'] or 0)) / 1e6:8.1f} MB  "
+              f"tensor {p['tensor_pct'] or 0:5.1f}%  fma {p['fma_pct'] or 0:5.1f}%  stalls {p['stalls']}")
+    doc = {"provenance": ncu_tool.provenance(ncu), "shape": list(a.shape), "command": res["command"],
+           "sections": list(ncu_tool.PANEL_SECTIONS), "metrics_query": qstate, "unavailable_metrics": unknown,
+           "runs": runs}
+    Path(a.out).write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"ncu_panels: {len(runs)} kernels profiled; wrote {a.out}")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", help="JSON file to write (the recording)")
+    ap.add_argument("--launch", help="catalog key: launch it once (the child of one profile)")
+    ap.add_argument("--params", help="JSON object of parameters for --launch (default: the kernel's defaults)")
+    ap.add_argument("--shape", nargs=3, type=int, default=[4096, 4096, 4096], metavar=("M", "N", "K"))
+    ap.add_argument("--ncu", help="path of ncu (default: PATH, $CUDA_PATH/bin, /usr/local/cuda/bin)")
+    ap.add_argument("--query-out", help="also save `ncu --query-metrics` to this file")
+    ap.add_argument("--csv-out", help="also save ncu's raw CSV to this file")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        child(a.child)
+        return 0
+    if a.launch:
+        err = panels.launch_once(a.launch, json.loads(a.params) if a.params else None, a.shape)
+        print(f"launched {a.launch} {a.shape}: rel_err {err:.2e}")
+        return 0
+    if not a.out:
+        ap.error("--out or --launch is required")
+    return record(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

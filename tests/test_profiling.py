@@ -1,0 +1,152 @@
+"""Chapter 8 without a GPU: the raw-page CSV parser and the ncu command (a stand-in ncu),
+the panel and the decision table (helpers.models.diagnosis) on textbook panels and on
+the counters recorded on the H200 (results/h200-ncu-panels.json)."""
+import csv
+import io
+import stat
+import sys
+
+import pytest
+
+from helpers.models import diagnosis
+from helpers.runtime import ncu as ncu_tool, panels
+
+HEAD = ["ID", "Process ID", "Kernel Name", "Block Size", "Grid Size", "dram__bytes_read.sum",
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+        "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+        "smsp__average_warps_issue_stalled_selected_per_issue_active.ratio"]
+UNITS = ["", "", "", "", "", "byte", "%", "", ""]
+ROWS = [["0", "12", "sgemm_x", "(256, 1, 1)", "(4, 1, 1)", "1,024", "12.5", "3.2", "1"],
+        ["1", "12", "sgemm_x", "(256, 1, 1)", "(4, 1, 1)", "2048", "n/a", "0.5", "1"]]
+
+
+def _raw_csv() -> str:
+    b = io.StringIO()
+    w = csv.writer(b, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    for r in [HEAD, UNITS] + ROWS:
+        w.writerow(r)
+    return "==PROF== Connected to process 12\n" + b.getvalue()
+
+
+def test_parse_raw_csv_skips_units_row_and_reads_numbers(tmp_path):
+    f = tmp_path / "raw.csv"
+    f.write_text(_raw_csv())
+    L = ncu_tool.parse_raw_csv(str(f))
+    assert [x["id"] for x in L] == [0, 1]
+    assert L[0]["kernel"] == "sgemm_x" and L[0]["grid"] == "(4, 1, 1)"
+    assert L[0]["metrics"]["dram__bytes_read.sum"] == 1024.0          # thousands separator removed
+    assert L[1]["metrics"]["sm__throughput.avg.pct_of_peak_sustained_elapsed"] == "n/a"
+    assert "Process ID" not in L[0]["metrics"]                         # identification columns are not metrics
+
+
+FAKE_NCU = r'''#!{python}
+import subprocess, sys
+args = sys.argv[1:]
+log = args[args.index("--log-file") + 1]
+open(log, "w").write({csv!r})
+sys.exit(subprocess.run(args[args.index("--log-file") + 2:]).returncode)
+'''
+
+
+def test_profile_raw_runs_the_child_under_the_panel_sections(tmp_path):
+    fake = tmp_path / "ncu"
+    fake.write_text(FAKE_NCU.replace("{python}", sys.executable).replace("{csv!r}", repr(_raw_csv())))
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    child = tmp_path / "child.py"
+    child.write_text("print('child ran')\n")
+    res = ncu_tool.profile_raw(str(fake), [sys.executable, str(child)], "regex:^sgemm_x$", ["a.sum"], launch_count=1)
+    assert res["returncode"] == 0 and "child ran" in res["stdout"]
+    cmd = res["command"]
+    for part in ("--clock-control none", "--launch-count 1", "--metrics a.sum", "--page raw --csv",
+                 *(f"--section {s}" for s in ncu_tool.PANEL_SECTIONS)):
+        assert part in cmd, part
+    assert len(res["launches"]) == 2 and res["csv"].startswith("==PROF==")
+
+
+def test_stalls_leave_out_issuing_states():
+    m = {"smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio": 3.0,
+         "smsp__average_warps_issue_stalled_selected_per_issue_active.ratio": 9.0,
+         "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio": 8.0,
+         "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio": 1.0}
+    assert diagnosis.stalls(m) == {"long_scoreboard": 3.0, "barrier": 1.0}
+    assert diagnosis.panel(m)["stalls"] == [("long_scoreboard", 3.0), ("barrier", 1.0)]
+
+
+def _panel(**kw):
+    p = {f: None for f in diagnosis.FIELDS}
+    p.update(tensor_pct=0.0, conflict_share=None, stalls=[])
+    p.update(kw)
+    return p
+
+
+@pytest.mark.parametrize("kw, step", [
+    (dict(conflict_share=0.5, l1_pct=90.0), "bank_conflicts"),
+    (dict(sector_use=20.0, dram_pct=90.0, fma_pct=5.0), "coalesce"),
+    (dict(sector_use=0.0, dram_pct=90.0, fma_pct=5.0), "smem_reuse"),      # 0: no plain loads, not waste
+    (dict(dram_pct=85.0, fma_pct=10.0), "smem_reuse"),
+    (dict(l2_pct=85.0, tensor_pct=40.0), "smem_reuse"),
+    (dict(l1_pct=90.0, fma_pct=20.0), "register_reuse"),
+    (dict(fma_pct=75.0, l1_pct=30.0), "tensor_cores"),
+    (dict(tensor_pct=50.0, stalls=[("long_scoreboard", 2.0)]), "overlap"),
+    (dict(tensor_pct=70.0, stalls=[("math_pipe_throttle", 2.0)]), "tune"),
+    (dict(tensor_pct=50.0, stalls=[("math_pipe_throttle", 2.0)]), "latency"),
+    (dict(tensor_pct=92.0, stalls=[("barrier", 8.0)]), "specialize"),
+    (dict(fma_pct=10.0, l1_pct=20.0, mem_pct=20.0), "latency"),
+])
+def test_each_rule_fires_on_its_textbook_panel(kw, step):
+    d = diagnosis.diagnose(_panel(**kw))
+    assert d["step"] == step, d
+    assert d["action"] == diagnosis.STEPS[step]
+
+
+def test_measured_intensity():
+    assert diagnosis.measured_intensity((4096, 4096, 4096), 100e6, 34217728.0) == pytest.approx(
+        2 * 4096 ** 3 / 134217728.0)
+    assert diagnosis.measured_intensity((8, 8, 8), None, 0) is None
+
+
+# ------------------------------------------------------------------ the H200 recording
+RUNS, DOC, WHERE = panels.recorded()
+L2_BYTES = 62914560        # the H200's L2 (results/h200.json ceilings.spec.l2_bytes)
+needs_recording = pytest.mark.skipif(DOC is None, reason=WHERE)
+
+
+def test_panels_are_recorded_with_provenance():
+    assert DOC is not None, "results/h200-ncu-panels.json must be committed (scripts/ncu_panels.py on the H200)"
+    prov = DOC["provenance"]
+    for k in ("gpu", "date", "commit", "ncu", "driver"):
+        assert prov.get(k), k
+    assert "--clock-control none" in DOC["command"] and "--page raw" in DOC["command"]
+    assert {r["heaven"] for r in RUNS} >= {1, 2, 3, 4, 5, 6, 7, 10}
+    assert all(r["shape"] == [4096, 4096, 4096] for r in RUNS)
+
+
+@needs_recording
+@pytest.mark.parametrize("run", RUNS, ids=lambda r: r["key"])
+def test_every_recorded_panel_is_complete(run):
+    p = run["panel"]
+    for f in ("sm_pct", "mem_pct", "dram_read", "dram_write", "l2_hit", "occ_achieved", "occ_theoretical",
+              "fma_pct", "tensor_pct", "bank_conflicts", "shared_wavefronts"):
+        assert isinstance(p[f], float), f
+    assert len(p["stalls"]) == 3 and p["stalls"][0][1] >= p["stalls"][2][1]
+    assert 0 < p["occ_achieved"] <= p["occ_theoretical"] * 1.05
+    # DRAM reads can never be below the minimal traffic (A and B read once). Writes can: the
+    # last dirty lines of C still sit in the 60 MB L2 when the kernel ends (written back later),
+    # so ncu counts at least C minus the L2's size.
+    isz = 4 if run["key"] in ("naive_yfirst", "vec4", "smem_tiled", "tile1d_swizzle", "cp_async") else 2
+    M, N, K = run["shape"]
+    assert p["dram_read"] >= 0.95 * isz * (M * K + K * N)
+    assert isz * M * N - L2_BYTES <= p["dram_write"] <= 1.05 * isz * M * N
+
+
+@needs_recording
+def test_tensor_pipe_on_gh100():
+    """No gmma pipe metric on gh100; the HMMA pipe metric counts wgmma too (chapter 10 at ~95 %),
+    and the FP32 kernels keep the Tensor pipe idle."""
+    assert not any("pipe_tensor_op_gmma_cycles" in k for r in RUNS for k in r["metrics"])
+    by = {r["heaven"]: r for r in RUNS}
+    h10 = by[10]["metrics"]
+    assert h10["sm__inst_executed_pipe_tensor_op_gmma.sum"] > 0
+    assert h10["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"] > 80
+    for h in (1, 2, 3, 5):
+        assert by[h]["panel"]["tensor_pct"] < 1 and by[h]["panel"]["fma_pct"] > 5
