@@ -524,7 +524,10 @@ sgemm_cp_async(const float* __restrict__ A, const float* __restrict__ B,
 #ifdef ENTRY_sgemm_cp_async
     static_assert(CA_OK, "sgemm_cp_async: invalid parameters (its CA_OK test; rules in helpers/chapters/ch05_register_tiling.py)");
 #endif
-#if CA_OK
+// cp.async exists from sm_80 on. Built for an older GPU (a T4 is sm_75) this kernel is
+// empty, so steps 1-5 of this file still compile there; the catalog (min_cc = 8.0)
+// refuses to launch it on such a GPU.
+#if CA_OK && __CUDA_ARCH__ >= 800
     extern __shared__ __align__(16) float smem[];
     float* As = smem;                                  // [STAGES][BK][A_LD]
     float* Bs = smem + STAGES * STAGE_A;               // [STAGES][BK][BN]

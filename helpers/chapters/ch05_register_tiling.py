@@ -131,6 +131,9 @@ def _cp_async_rules(p, s):
 
 
 _R = dict(chapter=5, file="05_register_tiling.cu", op="gemm")
+# Steps 1-5 are plain FP32 loads, shared memory and FMA: any CUDA GPU (min_cc left at 0.0).
+# Step 6's cp.async exists from sm_80 on (PTX ISA, "cp.async": requires sm_80 or higher).
+CP_ASYNC_CC = (8, 0)
 _WT_CHOICES = {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16, 32), "WM": (16, 32, 64, 128),
                "WN": (16, 32, 64, 128), "TM": (4, 8, 16), "TN": (4, 8, 16), "GROUP_M": (0, 4, 8, 16),
                "MIN_BLOCKS": (1, 2, 3, 4), "STAGES": (2, 3, 4, 5, 6)}
@@ -179,7 +182,7 @@ _CA_SWEEP = (
 # Defaults: the winner of the sweep recorded on the H200 (2026-11-29): 128 x 256 blocks,
 # 64 x 64 warp tiles, 8 x 16 per thread, BK 16, 3 stages.
 register(Kernel(key="cp_async", title="warp tiling + cp.async multistage pipeline", entry="sgemm_cp_async",
-                defaults={**_WT_BASE, "BN": 256, "WN": 64, "TN": 16, "BK": 16, "STAGES": 3},
+                min_cc=CP_ASYNC_CC, defaults={**_WT_BASE, "BN": 256, "WN": 64, "TN": 16, "BK": 16, "STAGES": 3},
                 choices=_WT_CHOICES, rules=_cp_async_rules, align=16,
                 smem=_cp_async_smem, owner=tiles.owner_warptile,
                 sweep=frozen_sweep({**_WT_BASE, "STAGES": 3}, _CA_SWEEP),
@@ -190,7 +193,7 @@ register(Kernel(key="cp_async", title="warp tiling + cp.async multistage pipelin
 # fragment registers: it spills to local memory. Correct, just slow; the GPU
 # suite skips it and the compile test expects its spills (title says both).
 register(Kernel(key="cp_async_pitfall", title="pitfall: __launch_bounds__ min blocks forces spills",
-                entry="sgemm_cp_async",
+                entry="sgemm_cp_async", min_cc=CP_ASYNC_CC,
                 pitfall="__launch_bounds__(256, 2) on the 128 x 256 tile caps ptxas at 128 registers for 176 "
                         "live values: it spills to local memory (correct, slower)",
                 defaults={**_WT_BASE, "BN": 256, "WN": 64, "TN": 16, "STAGES": 3, "MIN_BLOCKS": 2},

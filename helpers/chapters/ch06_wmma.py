@@ -34,7 +34,10 @@ _W_SWEEP = frozen_sweep(_W_SWEEP_BASE, (
     {"STAGES": 2}, {"STAGES": 4}, {"BM": 256, "BN": 128}, {"BM": 128, "BN": 128},
     {"BM": 128, "BN": 128, "WN": 32}, {"BK": 64}, {"BK": 64, "STAGES": 2},
     {"PAD": 0}, {"PAD": 16}, {"GROUP_M": 1}))
-_W = dict(chapter=6, file="06_wmma.cu", entry="gemm_wmma", op="gemm", align=16,
+# Minimum compute capability: WMMA fp16 fragments alone would need 7.0, but every entry
+# of 06_wmma.cu fills its stages with cp.async (sm_80 or higher, PTX ISA), and bf16
+# fragments need 8.0 as well: 8.0 for all (a T4, sm_75, shows the recorded numbers).
+_W = dict(chapter=6, file="06_wmma.cu", entry="gemm_wmma", op="gemm", align=16, min_cc=(8, 0),
           choices={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (32, 64), "WM": (32, 64),
                    "WN": (32, 64), "PAD": (0, 8, 16), "STAGES": (2, 3, 4), "GROUP_M": (1, 8)},
           block=TC_BLOCK, grid=TC_GRID, rules=tc_rules, owner=mma_sync.owner_wmma)
@@ -68,14 +71,16 @@ def wrong_layout_run(shape=None, seed: int = 0) -> dict:
     :func:`helpers.runtime.launch.gemm` on fresh fp16 inputs of ``shape`` (default
     1024^3), outputs NaN-poisoned first, and the float64 reference of
     :func:`helpers.runtime.verify.reference_gemm`; ``check`` is
-    :func:`helpers.runtime.verify.check`. Recorded: the same two kernels replayed by
+    :func:`helpers.runtime.verify.check`. Recorded, or on a GPU that cannot run them
+    (:func:`helpers.runtime.launch.unable`): the same two kernels replayed by
     :func:`emulate_wmma` on the CPU (default shape 128 x 256 x 64, one block),
     and ``check`` is :func:`helpers.runtime.precision.check_host` (same tolerance, same
     WrongResult). Returns {"C_wrong", "C_right", "ref" (device arrays live,
     NumPy recorded), "check", "shape", "source", "where"}.
     """
     p = catalog.get("wmma_f16").params()
-    if gpu.live():
+    why = [w for w in (launch.unable(catalog.get(k)) for k in ("wmma_wrong_layout_pitfall", "wmma_f16")) if w]
+    if gpu.live() and not why:
         cp = gpu.cupy()
         M, N, K = shape or (1024, 1024, 1024)
         A = verify.random_matrix((M, K), "float16")
@@ -95,7 +100,8 @@ def wrong_layout_run(shape=None, seed: int = 0) -> dict:
     return {"C_wrong": emulate_wmma(A, B, p, wrong_layout=True), "C_right": emulate_wmma(A, B, p),
             "ref": A.astype(np.float64) @ B.astype(np.float64), "check": precision.check_host,
             "shape": (M, N, K), "source": "emulated",
-            "where": "replayed on the CPU by helpers.models.pipeline.emulate_wmma (no GPU here; the GPU run uses the real kernel)"}
+            "where": "replayed on the CPU by helpers.models.pipeline.emulate_wmma ("
+                     + (f"the kernels {why[0]}" if why else "no GPU here") + "; the GPU run uses the real kernel)"}
 
 
 def side_by_side(run: dict, n: int = 6, row: int = 0) -> list[dict]:

@@ -45,7 +45,8 @@ _M_SWEEP = frozen_sweep(_M_SWEEP_BASE, (
     {"BK": 64, "STAGES": 3}, {"BK": 64}, {"BM": 256, "BN": 128, "BK": 64, "STAGES": 3},
     {"BM": 128, "BN": 128}, {"BM": 128, "BN": 128, "WM": 32}, {"BM": 128, "BN": 128, "WN": 32},
     {"GROUP_M": 1}, {"SWIZZLE": 0}, {"BM": 256, "BN": 128, "BK": 64}, {"BK": 64, "LOAD_SPREAD": 0}))
-_M = dict(chapter=7, file="07_mma_sync.cu", entry="gemm_mma_sync", op="gemm", align=16,
+# mma.sync.m16n8k16 (fp16 and bf16), cp.async and ldmatrix's use here: sm_80 or newer.
+_M = dict(chapter=7, file="07_mma_sync.cu", entry="gemm_mma_sync", op="gemm", align=16, min_cc=(8, 0),
           defaults={**_M_SWEEP_BASE, "BK": 64},
           choices={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (32, 64), "WM": (32, 64),
                    "WN": (32, 64), "STAGES": (2, 3, 4, 5), "SWIZZLE": (0, 1), "GROUP_M": (1, 8),

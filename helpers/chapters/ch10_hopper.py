@@ -196,10 +196,10 @@ def check_tma_swizzle(dtype: str = "float16") -> str:
     """Live: TMA-load one 64 x 64 box with SWIZZLE_128B (kernel ``tma_box_dump``), read back the
     raw shared memory, and compare every element's position with :func:`helpers.models.hopper.tma_box_layout`.
     AssertionError on any difference. Without an sm_90 GPU: a line saying so."""
-    here = gpu.device_info()["cc"] if gpu.live() else None
+    here = gpu.capability() if gpu.live() else None
     if here != (9, 0):
         return ("TMA swizzle check: needs sm_90 (H100/H200); "
-                + ("no GPU here" if here is None else f"this GPU is sm_{here[0]}{here[1]}")
+                + ("no GPU here" if here is None else f"this GPU is {gpu.describe_target()}")
                 + ". The GPU suite runs it (tests/gpu/test_hopper.py).")
     cp = gpu.cupy()
     src = cp.arange(64 * 64, dtype=cp.uint16).reshape(64, 64).view(verify.np_dtype(dtype))
@@ -220,7 +220,7 @@ def check_accumulators(dtype: str = "bfloat16", shape=(200, 520, 72)) -> str:
     """The owner check of rung 1 (:func:`helpers.runtime.launch.check_owner`): which thread
     stored every element of C, recorded by the kernel, against the accumulator-layout model."""
     spec = catalog.get(key("r1_tma_wgmma", dtype))
-    if not gpu.live() or not spec.runs_on(gpu.device_info()["cc"]):
+    if not gpu.live() or launch.unable(spec):
         return (f"{spec.key}: needs {spec.needs()}; the GPU suite checks the accumulator layout on an H100/H200 "
                 "(tests/gpu/test_hopper.py).")
     return launch.check_owner(spec.key, shape)

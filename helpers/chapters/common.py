@@ -87,24 +87,64 @@ TC_GRID = lambda p, s: (cdiv(s[1], p["BN"]), cdiv(s[0], p["BM"]), 1)          # 
 
 
 # ------------------------------------------------------------------ notebook calls
+def runs_here() -> dict:
+    """Per chapter (number -> "all", "some" or "none"): how many of its kernels, at their
+    defaults, the GPU the book decides for can run live (:func:`helpers.runtime.launch.unable`).
+    In recorded mode without a simulated GPU every chapter is "none"."""
+    if gpu.target() is None:
+        return {n: "none" for n in sorted({k.chapter for k in catalog.KERNELS.values()})}
+    out: dict = {}
+    for k in catalog.KERNELS.values():
+        ok = launch.unable(k) is None
+        prev = out.get(k.chapter)
+        out[k.chapter] = ("all" if ok else "none") if prev is None else (prev if prev == ("all" if ok else "none") else "some")
+    return dict(sorted(out.items()))
+
+
+def runs_here_line() -> str:
+    """"chapters 0-4 run live here, 5 in part; 6, 7, 10 show recorded numbers" (for the banner)."""
+    r = runs_here()
+    group = {v: [str(n) for n, x in r.items() if x == v] for v in ("all", "some", "none")}
+    parts = []
+    if group["all"]:
+        parts.append(f"chapters {', '.join(group['all'])} run live")
+    if group["some"]:
+        parts.append(f"{', '.join(group['some'])} in part")
+    if group["none"]:
+        parts.append(f"{', '.join(group['none'])} show recorded numbers only")
+    return "; ".join(parts)
+
+
 def banner() -> None:
-    """Display whether this notebook runs live (and on which GPU) or recorded."""
+    """Display whether this notebook runs live (and on which GPU) or recorded, and, when a GPU
+    is simulated (``GEMM_BOOK_SIMULATE``) or cannot run every chapter, which chapters run live."""
+    t = gpu.target()
+    data = results.load()
+    rec = f"recorded on {results.describe(data['provenance'], data)}"
     if gpu.live():
         info = gpu.device_info()
-        show.note(f"**Live mode.** Kernels are compiled and measured on this machine's "
-                  f"{info['name']} (sm_{info['cc'][0]}{info['cc'][1]}, {info['sms']} SMs). Every speed "
-                  "below is compared with a reference timed in the same run.", title="Where the numbers come from")
+        text = (f"**Live mode.** Kernels are compiled and measured on this machine's "
+                f"{info['name']} (sm_{info['cc'][0]}{info['cc'][1]}, {info['sms']} SMs). Every speed "
+                "below is compared with a reference timed in the same run.")
+        if t.get("simulated") or any(v != "all" for v in runs_here().values()):
+            text += (f" Deciding as {gpu.describe_target(t)}: {runs_here_line()}; a kernel this GPU cannot "
+                     f"run shows the numbers {rec}, labelled with what it needs.")
+        show.note(text, title="Where the numbers come from")
     else:
-        data = results.load()
-        show.note(f"**Recorded mode: no CUDA GPU is visible here.** Figures are computed, but "
-                  f"measurements are read from `results/{results.DEFAULT_SLUG}.json`, recorded on "
-                  f"{results.describe(data['provenance'], data)}. Run the notebook on a GPU to measure your own.",
-                  title="Where the numbers come from")
+        text = (f"**Recorded mode: no CUDA GPU is visible here.** Figures are computed, but "
+                f"measurements are read from `results/{results.DEFAULT_SLUG}.json`, {rec}. "
+                "Run the notebook on a GPU to measure your own.")
+        if t is not None:
+            text += (f" Simulating {gpu.describe_target(t)}, {t['sms']} SMs, "
+                     f"{t['smem_per_block_max'] // 1024} KB of shared memory per block: on it, "
+                     f"{runs_here_line()}; rows it could not run are labelled with what they need.")
+        show.note(text, title="Where the numbers come from")
 
 
 # The kernel that stands for each heaven in the running table (its default parameters).
 HEADLINE = {1: "naive_yfirst", 2: "vec4", 3: "smem_tiled", 4: "tile1d_swizzle", 5: "cp_async",
-            6: "wmma_f16", 7: "mma_sync_f16", 10: "hopper_r5_tma_store_f16"}
+            6: "wmma_f16", 7: "mma_sync_f16", 9: "any_shape_f16",
+            10: "hopper_r5_tma_store_f16"}
 
 
 def running(upto: int, shape=(4096, 4096, 4096)) -> list:
@@ -157,6 +197,10 @@ def live_slider(key: str, shape, choices: dict | None = None):
     if not show.live_controls():       # no GPU, or batch execution
         return None
     spec = catalog.get(key)
+    if not spec.runs_on(gpu.capability()):    # no configuration of it runs on this GPU
+        show.note(f"No live slider for `{key}`: it {launch.unable(spec)}. The sweep above shows the "
+                  "recorded numbers.", title="Live slider")
+        return None
     choices = choices or spec.slider_choices
     ctl = {n: w.SelectionSlider(options=list(v), value=spec.defaults[n], description=n,
                                 continuous_update=False) for n, v in choices.items()}

@@ -8,19 +8,27 @@ from __future__ import annotations
 from .raster import cdiv
 
 
-# Per-SM limits by architecture. Source: CUDA C++ Programming Guide,
-# "Technical Specifications per Compute Capability" (8.0 and 9.0: 64K 32-bit
-# registers, 2048 resident threads = 64 warps, 32 resident blocks, 164 KB /
-# 228 KB shared memory per SM with up to 163 KB / 227 KB per block, 255
-# registers per thread), and the CUDA Occupancy Calculator (register
-# allocation unit: 256 registers per warp; 1 KB of shared memory reserved per block).
+# Per-SM limits by architecture. Source: CUDA C++ Programming Guide, "Technical
+# Specifications per Compute Capability" (7.5: 1024 resident threads, 16 blocks, 64 KB of
+# shared memory per SM and per block; 8.0: 2048 threads, 32 blocks, 164 KB per SM, 163 KB
+# per block; 8.6: 1536 threads, 16 blocks, 100 KB per SM, 99 KB per block; 8.9: as 8.6 with
+# 24 blocks; 9.0: 2048 threads, 32 blocks, 228 KB per SM, 227 KB per block; all: 64K 32-bit
+# registers per SM, 255 per thread), the CUDA Occupancy Calculator (register allocation unit:
+# 256 registers per warp) and cudaDevAttrReservedSharedMemoryPerBlock (1 KB the system keeps
+# per block from compute capability 8.0 on; none on 7.x). Live, the runtime takes these
+# numbers from the device itself (helpers.runtime.gpu.device_info).
+_SM = {"regs_per_sm": 65536, "reg_alloc_unit": 256, "max_regs_per_thread": 255, "smem_reserved_per_block": 1024}
 DEVICE_LIMITS = {
-    "sm_80": {"regs_per_sm": 65536, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32,
-              "smem_per_sm": 167936, "smem_per_block_max": 166912,
-              "smem_reserved_per_block": 1024, "reg_alloc_unit": 256, "max_regs_per_thread": 255},
-    "sm_90": {"regs_per_sm": 65536, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32,
-              "smem_per_sm": 233472, "smem_per_block_max": 232448,
-              "smem_reserved_per_block": 1024, "reg_alloc_unit": 256, "max_regs_per_thread": 255},
+    "sm_75": {**_SM, "max_threads_per_sm": 1024, "max_blocks_per_sm": 16,
+              "smem_per_sm": 65536, "smem_per_block_max": 65536, "smem_reserved_per_block": 0},
+    "sm_80": {**_SM, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32,
+              "smem_per_sm": 167936, "smem_per_block_max": 166912},
+    "sm_86": {**_SM, "max_threads_per_sm": 1536, "max_blocks_per_sm": 16,
+              "smem_per_sm": 102400, "smem_per_block_max": 101376},
+    "sm_89": {**_SM, "max_threads_per_sm": 1536, "max_blocks_per_sm": 24,
+              "smem_per_sm": 102400, "smem_per_block_max": 101376},
+    "sm_90": {**_SM, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32,
+              "smem_per_sm": 233472, "smem_per_block_max": 232448},
 }
 
 
@@ -28,8 +36,8 @@ def occupancy(registers: int, threads: int, smem_bytes: int = 0, arch: str | dic
     """Theoretical occupancy of one launch configuration (CUDA Occupancy Calculator model).
 
     ``registers`` per thread (nvcc -Xptxas -v or the driver), ``threads`` per
-    block, ``smem_bytes`` per block (static + dynamic), ``arch`` "sm_80" or
-    "sm_90" (None: sm_90), or a dict of limits shaped like
+    block, ``smem_bytes`` per block (static + dynamic), ``arch`` one of
+    :data:`DEVICE_LIMITS` (None: sm_90), or a dict of limits shaped like
     :data:`DEVICE_LIMITS` (the runtime passes this GPU's own). Registers are allocated per
     warp in units of 256; each block's shared memory is ``smem_bytes`` plus the
     1 KB the system reserves. Returns ``{"blocks_per_sm", "warps_per_sm",

@@ -10,7 +10,10 @@
 
 Without a GPU they return the records of ``results/<gpu>.json`` instead,
 marked ``source="recorded"``; a kernel never recorded comes back with
-``value=None``. Each record follows the results contract (docs/architecture.md).
+``value=None``. A kernel the GPU cannot run (:func:`helpers.runtime.launch.unable`:
+its compute capability or its shared memory, on the real or the simulated GPU)
+comes back recorded too, its title labelled with why ("needs sm_80 or newer; this
+GPU is sm_75: recorded on NVIDIA H200"), while the others are measured live. Each record follows the results contract (docs/architecture.md).
 """
 from __future__ import annotations
 
@@ -43,12 +46,23 @@ def _recorded(spec, p, dtype, shape, metric, reference):
     return {**r, "title": spec.title, "source": "recorded"}
 
 
-def _unable(spec, p, dtype, shape, cc):
+def _unable(spec, p, dtype, shape, why, metric="TFLOP/s", reference="cuBLAS"):
     """The recorded record of a kernel this GPU cannot run, labelled with why."""
-    r = _recorded(spec, p, dtype, shape, "TFLOP/s", "cuBLAS")
-    why = f"needs {spec.needs()}; this GPU is sm_{cc[0]}{cc[1]}"
+    r = _recorded(spec, p, dtype, shape, metric, reference)
     gpu_name = results.load().get("provenance", {}).get("gpu", "the recorded GPU")
-    return {**r, "title": f"{spec.title} [{why}: recorded on {gpu_name}]", "note": why}
+    return {**r, "title": f"{spec.title} [{why}: recorded on {gpu_name}]", "note": why, "unable": why}
+
+
+def _split(cfgs, measure, dtype, shape, metric, reference, *args):
+    """Records of ``cfgs``: the kernels the GPU can run measured by ``measure`` (live) or
+    read (recorded); the others recorded and labelled (:func:`_unable`). None when every
+    kernel can run (the caller measures them all)."""
+    why = [launch.unable(s, p) for s, p in cfgs]
+    if not any(why):
+        return None
+    can = [(s.key, p) for (s, p), w in zip(cfgs, why) if not w]
+    done = iter(measure(can, shape, *args) if can else [])
+    return [_unable(s, p, dtype, shape, w, metric, reference) if w else next(done) for (s, p), w in zip(cfgs, why)]
 
 
 def gemm(items, shape=(4096, 4096, 4096), dtype: str | None = None, verify_each: bool = True,
@@ -69,13 +83,11 @@ def gemm(items, shape=(4096, 4096, 4096), dtype: str | None = None, verify_each:
     dtype = dtype or cfgs[0][0].dtype
     M, N, K = shape
     timing.check_rounds(rounds)
+    split = _split(cfgs, gemm, dtype, shape, "TFLOP/s", "cuBLAS", dtype, verify_each, rounds)
+    if split is not None:                            # e.g. cp.async kernels on a T4, sm_90a ones on an L4
+        return split
     if not gpu.live():
         return [_recorded(s, p, dtype, shape, "TFLOP/s", "cuBLAS") for s, p in cfgs]
-    cc = gpu.device_info()["cc"]
-    if not all(s.runs_on(cc) for s, _ in cfgs):     # e.g. sm_90a kernels on an Ada or Ampere GPU
-        can = [(s.key, p) for s, p in cfgs if s.runs_on(cc)]
-        measured = iter(gemm(can, shape, dtype, verify_each, rounds) if can else [])
-        return [next(measured) if s.runs_on(cc) else _unable(s, p, dtype, shape, cc) for s, p in cfgs]
     cp = gpu.cupy()
     launches = [launch.prepare(s.key, shape, **p) for s, p in cfgs]   # all checks before any run
     A = verify.random_matrix((M, K), dtype)
@@ -116,6 +128,9 @@ def transpose(items, shape=(4096, 4096), rounds: int = 3) -> list:
     cfgs = _configs(items)
     R, Cc = shape
     timing.check_rounds(rounds)
+    split = _split(cfgs, transpose, "float32", shape, "GB/s", "cudaMemcpy D2D", rounds)
+    if split is not None:
+        return split
     if not gpu.live():
         return [_recorded(s, p, "float32", shape, "GB/s", "cudaMemcpy D2D") for s, p in cfgs]
     cp = gpu.cupy()
@@ -144,5 +159,12 @@ def transpose(items, shape=(4096, 4096), rounds: int = 3) -> list:
 
 
 def where(recs: list) -> str:
-    """'measured live in this run on ...' or 'recorded on ...; no GPU here'."""
-    return results.where(any(r.get("source") == "live" for r in recs))
+    """'measured live in this run on ...' or 'recorded on ...; no GPU here'; when some
+    rows are recorded because this GPU cannot run them, that is said too."""
+    live = any(r.get("source") == "live" for r in recs)
+    w = results.where(live)
+    if any(r.get("unable") for r in recs):
+        prov = results.load().get("provenance", {})
+        w += (f"; rows marked [needs ...] were recorded on {prov.get('gpu', 'the recorded GPU')} "
+              f"({prov.get('date', '?')}): this GPU cannot run them")
+    return w

@@ -46,61 +46,91 @@ class Launch:
         r = kc.resources(self.fn)
         r["smem_dynamic"] = self.smem
         r["threads"] = self.spec.threads(self.params)
-        r.update(occupancy(r["registers"], r["threads"], r["smem_static"] + self.smem, arch=device_limits()))
+        d = gpu.this_device()                     # the GPU it runs on, even when another is simulated
+        r.update(occupancy(r["registers"], r["threads"], r["smem_static"] + self.smem,
+                           arch={k: d[k] for k in DEVICE_LIMITS["sm_90"]}))
         return r
 
 
 def device_limits(arch: str | None = None) -> dict:
-    """:data:`DEVICE_LIMITS` of ``arch``; with None, this GPU's own (live) or sm_90 (recorded)."""
-    if arch is None and gpu.live():
-        d = gpu.device_info()
-        return {**DEVICE_LIMITS["sm_90"], "regs_per_sm": d["regs_per_sm"], "smem_per_sm": d["smem_per_sm"],
-                "max_threads_per_sm": d["max_threads_per_sm"], "smem_per_block_max": d["smem_per_block_optin"]}
+    """:data:`DEVICE_LIMITS` of ``arch``; with None, those of the GPU the book decides for
+    (:func:`helpers.runtime.gpu.target`: this GPU's own, read from the device, or the
+    simulated one's), or sm_90's (recorded mode, where the measurements come from an H200)."""
+    if arch is None:
+        t = gpu.target()
+        if t is not None:
+            return {k: t[k] for k in DEVICE_LIMITS["sm_90"]}
     arch = arch or "sm_90"
     if arch not in DEVICE_LIMITS:
         raise ValueError(f"arch={arch!r}: must be one of {tuple(DEVICE_LIMITS)}")
     return DEVICE_LIMITS[arch]
 
 
+def unable(spec: catalog.Kernel, p: dict | None = None) -> str | None:
+    """Why the GPU the book decides for (:func:`helpers.runtime.gpu.target`) cannot run
+    kernel ``spec`` with parameters ``p`` (default: its defaults), or None when it can,
+    or when there is no such GPU (recorded mode, nothing simulated). Two reasons: its
+    compute capability ("needs sm_80 or newer; this GPU is sm_75") and its shared memory
+    per block ("needs 192 KB of shared memory per block; this GPU allows 99 KB")."""
+    t = gpu.target()
+    if t is None:
+        return None
+    cc = tuple(t["cc"])
+    here = f"this GPU is sm_{cc[0]}{cc[1]}" + (f" (simulated {t['name']})" if t.get("simulated") else "")
+    if not spec.runs_on(cc):
+        return f"needs {spec.needs()}; {here}"
+    smem = spec.smem({**spec.defaults, **(p or {})})
+    if smem > t["smem_per_block_max"]:
+        return (f"needs {smem / 1024:.0f} KB of shared memory per block; {here}, which allows "
+                f"{t['smem_per_block_max'] / 1024:.0f} KB")
+    return None
+
+
 def resources_of(key: str, shape: tuple, **params) -> dict:
     """Registers, shared memory, spills and occupancy of one configuration.
 
     Live: compiled with NVRTC, read from the CUDA driver (:meth:`Launch.resources`).
-    Without a GPU: ``nvcc -Xptxas -v`` for sm_90 (:func:`helpers.runtime.compile.nvcc_check`)
-    and :func:`occupancy` with the sm_90 limits. Returns ``{"threads",
-    "registers", "smem_static", "smem_dynamic", "spill_bytes", occupancy
-    fields, "source"}``. Raises ValueError (a rule, checked first),
-    FileNotFoundError (neither GPU nor nvcc), KernelCompileError.
+    Without a GPU: ``nvcc -Xptxas -v`` for the simulated GPU's architecture, or sm_90
+    (:func:`helpers.runtime.compile.nvcc_check`), and :func:`occupancy` with its limits.
+    Returns ``{"threads", "registers", "smem_static", "smem_dynamic", "spill_bytes",
+    occupancy fields, "source"}``. Raises ValueError (a rule, or a kernel the GPU cannot
+    run: :func:`unable`; checked first), FileNotFoundError (neither GPU nor nvcc),
+    KernelCompileError.
     """
     spec = catalog.get(key)
     p = spec.params(**params)
+    why = unable(spec, p)
+    checks.require(why is None, "GPU", gpu.describe_target(), f"cannot run {key}: it {why}")
     spec.validate(p, tuple(shape), smem_limit=device_limits()["smem_per_block_max"])
     if gpu.live():
         r = prepare(key, shape, **p).resources()
         return {**r, "spill_bytes": r["local_bytes"],
                 "source": f"compiled with NVRTC, read from the CUDA driver on {gpu.device_info()['name']}"}
-    n = kc.nvcc_check(spec.file, spec.entry, spec.defines(p), arch="sm_90a" if spec.arch_specific else "sm_90")
+    t = gpu.target()
+    arch = f"sm_{t['cc'][0]}{t['cc'][1]}" if t else "sm_90"
+    n = kc.nvcc_check(spec.file, spec.entry, spec.defines(p), arch=arch + ("a" if spec.arch_specific else ""))
     r = {"threads": spec.threads(p), "registers": n["registers"], "smem_static": n["smem_static"],
          "smem_dynamic": spec.smem(p), "spill_bytes": n["spill_stores"] + n["spill_loads"]}
-    r.update(occupancy(r["registers"], r["threads"], r["smem_static"] + r["smem_dynamic"], arch="sm_90"))
-    return {**r, "source": "nvcc -Xptxas -v for sm_90 on this machine (no GPU here); occupancy from the "
-                           "Occupancy Calculator model with sm_90 limits"}
+    r.update(occupancy(r["registers"], r["threads"], r["smem_static"] + r["smem_dynamic"], arch=device_limits()))
+    return {**r, "source": f"nvcc -Xptxas -v for {arch} on this machine (no GPU here); occupancy from the "
+                           f"Occupancy Calculator model with {arch} limits"}
 
 
 def prepare(key: str, shape: tuple, extra_defines: dict | None = None, **params) -> Launch:
     """Validate ``params`` for kernel ``key`` on ``shape`` and compile it.
 
     ``shape`` is (M, N, K) for GEMM, (ROWS, COLS) for transpose/copy.
-    Raises ValueError (a violated rule), KeyError (unknown kernel),
-    KernelCompileError. Needs a GPU for the compile and the device limits.
+    Raises ValueError (a violated rule, or a GPU that cannot run the kernel, checked
+    before anything compiles), KeyError (unknown kernel), KernelCompileError. Needs a
+    GPU for the compile and the device limits.
     """
     spec = catalog.get(key)
     p = spec.params(**params)
     shape = tuple(int(s) for s in shape)
-    limit = gpu.device_info()["smem_per_block_optin"] if gpu.live() else None
+    limit = device_limits()["smem_per_block_max"] if gpu.live() else None
     if gpu.live():
-        cc = gpu.device_info()["cc"]
-        checks.require(spec.runs_on(cc), "GPU", f"sm_{cc[0]}{cc[1]}", f"cannot run {key}: it needs {spec.needs()}")
+        t = gpu.target()
+        checks.require(spec.runs_on(t["cc"]), "GPU", gpu.describe_target(t), f"cannot run {key}: it needs {spec.needs()}")
     spec.validate(p, shape, smem_limit=limit)
     fn = kc.build(spec.file, spec.entry, {**spec.defines(p), **(extra_defines or {})},
                   extra_options=spec.compile_options)
@@ -190,10 +220,12 @@ def check_owner(key: str, shape=(200, 264, 72), **params) -> str:
     spec = catalog.get(key)
     if spec.owner is None:
         raise ValueError(f"kernel={key!r}: has no owner model in the catalog")
-    if not gpu.live():
-        return (f"{key}: no GPU here; the GPU suite checks this model against the kernel\n"
-                "  (tests/gpu/test_kernels.py::test_owner_model_matches_kernel).")
     p = spec.params(**params)
+    why = unable(spec, p)
+    if not gpu.live() or why:
+        return (f"{key}: " + (f"{why}; " if why else "") + ("no GPU here; " if not gpu.live() else "")
+                + "the GPU suite checks this model against the kernel\n"
+                "  (tests/gpu/test_kernels.py::test_owner_model_matches_kernel).")
     got = record_owner(key, shape, **p)
     want = spec.owner(p, shape)
     bad = int((got != want).sum())
@@ -209,8 +241,9 @@ def resource_rows(items, shape=(4096, 4096, 4096), label: str = "key+diff") -> t
     Live: the kernel compiled here, read from the CUDA driver
     (:meth:`Launch.resources`). Without a GPU: ``nvcc -Xptxas -v`` for sm_90
     (:func:`helpers.runtime.compile.nvcc_check`) and the occupancy model
-    (:func:`helpers.models.occupancy.occupancy`) for an H100/H200. An invalid
-    set is listed with the rule it breaks (nothing compiled). ``label``:
+    (:func:`helpers.models.occupancy.occupancy`) for an H100/H200, or for the simulated
+    GPU. An invalid set, or one this GPU cannot run (:func:`unable`), is listed with the
+    rule it breaks (nothing compiled). ``label``:
     "key+diff" (the key and the parameters that differ from its defaults) or
     "params" (the partial params as given, "defaults" when empty).
     Returns (rows, where); rows is [] when neither a GPU nor nvcc is here.
@@ -233,7 +266,8 @@ def resource_rows(items, shape=(4096, 4096, 4096), label: str = "key+diff") -> t
         try:
             r = resources_of(key, shape, **p)
         except ValueError as e:
-            return {"config": name, "refused": str(e)}
+            why = unable(spec, p)      # a GPU that cannot run it: said in the config cell too
+            return {"config": name + (f" [not on this GPU: {why}]" if why else ""), "refused": str(e)}
         spill = r["spill_bytes"]
         return {"config": name, "threads": r["threads"], "registers": r["registers"],
                 "shared memory (KiB)": round((r["smem_static"] + r["smem_dynamic"]) / 1024, 1),
@@ -242,8 +276,11 @@ def resource_rows(items, shape=(4096, 4096, 4096), label: str = "key+diff") -> t
 
     with ThreadPoolExecutor(max_workers=1 if live else 4) as ex:
         rows = list(ex.map(one, list(items)))
+    t = gpu.target()
+    arch = f"sm_{t['cc'][0]}{t['cc'][1]}" if t else "sm_90"
     where = ("compiled here; registers, shared memory and local memory from the CUDA driver on "
              + gpu.device_info()["name"] if live else
-             "nvcc -Xptxas -v for sm_90 (sm_90a for the Hopper kernels) on this machine (no GPU here); spills are ptxas's spill stores + "
-             "loads; occupancy from the Occupancy Calculator model for an H100/H200")
+             f"nvcc -Xptxas -v for {arch} (sm_90a for the Hopper kernels) on this machine (no GPU here); spills "
+             "are ptxas's spill stores + loads; occupancy from the Occupancy Calculator model for "
+             + ("an H100/H200" if t is None else gpu.describe_target(t)))
     return rows, where

@@ -46,7 +46,7 @@ import numpy as np
 
 from helpers.models.precision import DEMO, UNIT_ROUNDOFF, fp16_sum_emulation
 
-from . import gpu, launch, results, timing, verify
+from . import catalog, gpu, launch, results, timing, verify
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -131,15 +131,20 @@ def fp16_accumulator_demo(M: int = DEMO["M"], N: int = DEMO["N"], K: int = DEMO[
 
 
 def fp16_accumulator_results() -> dict:
-    """Live: :func:`fp16_accumulator_demo`. Recorded: ``extras.fp16_accumulator``
+    """Live: :func:`fp16_accumulator_demo`. Recorded, or on a GPU that cannot run the two
+    kernels (:func:`helpers.runtime.launch.unable`, said in ``where``): ``extras.fp16_accumulator``
     of the results file if present (``source`` "recorded", ``where`` naming the
     GPU run), else the emulation alone with ``recorded`` False."""
-    if gpu.live():
+    why = [w for w in (launch.unable(catalog.get(k)) for k in ("wmma_f16", "wmma_acc_f16_pitfall")) if w]
+    if gpu.live() and not why:
         return {**fp16_accumulator_demo(), "recorded": True}
     data = results.load()
     rec = data.get("extras", {}).get("fp16_accumulator")
     if rec:
-        return {**rec, "source": "recorded", "where": results.where(False, data["provenance"]), "recorded": True}
+        where = results.where(False, data["provenance"])
+        if why:
+            where = f"{where.split('; no GPU here')[0]} (this GPU cannot run the kernels: they {why[0]})"
+        return {**rec, "source": "recorded", "where": where, "recorded": True}
     return {**fp16_accumulator_demo(), "recorded": False}
 
 
@@ -204,13 +209,22 @@ def tf32_vs_fp32(n: int = 4096, seed: int = 0, timeout_s: float = 600) -> list[d
     return rows
 
 
+TF32_CC = (8, 0)      # TF32 Tensor Core math exists from the A100 (sm_80) on
+
+
 def tf32_results(n: int = 4096) -> tuple[list, str]:
-    """Live: (:func:`tf32_vs_fp32` rows, where). Recorded: the rows of
-    ``extras.tf32_vs_fp32`` ([] if never recorded) and where they came from."""
-    if gpu.live():
+    """Live: (:func:`tf32_vs_fp32` rows, where). Recorded, or on a GPU older than sm_80
+    (no TF32; said in ``where``): the rows of ``extras.tf32_vs_fp32`` ([] if never
+    recorded) and where they came from."""
+    cc = gpu.capability()
+    if gpu.live() and cc >= TF32_CC:
         return tf32_vs_fp32(n), results.where(True)
     data = results.load()
-    return data.get("extras", {}).get("tf32_vs_fp32", []), results.where(False, data["provenance"])
+    where = results.where(False, data["provenance"])
+    if cc is not None and cc < TF32_CC:
+        where = (f"{where.split('; no GPU here')[0]} (TF32 needs sm_80 or newer; this GPU is "
+                 f"{gpu.describe_target()})")
+    return data.get("extras", {}).get("tf32_vs_fp32", []), where
 
 
 def _child(argv) -> int:

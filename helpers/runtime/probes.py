@@ -142,13 +142,19 @@ def mma_sync_probes(dtype: str = "float16", shape=(4096, 4096, 4096), rounds: in
 
 def probe_results(dtype: str = "float16", shape=(4096, 4096, 4096)) -> tuple[dict | None, str]:
     """:func:`mma_sync_probes` live, or the run recorded in results/<gpu>.json
-    (``extras.mma_sync_probes[dtype]``) without a GPU; returns (result, where-label).
+    (``extras.mma_sync_probes[dtype]``) without a GPU or on one that cannot run the
+    kernel (:func:`helpers.runtime.launch.unable`, said in the label); returns (result, where-label).
     The result is None when nothing was recorded."""
-    if gpu.live():
+    key = {"float16": "mma_sync_f16", "bfloat16": "mma_sync_bf16"}.get(dtype, "mma_sync_f16")
+    why = launch.unable(catalog.get(key))
+    if gpu.live() and not why:
         return mma_sync_probes(dtype, shape), results.where(True)
     data = results.load()
     rec = data.get("extras", {}).get("mma_sync_probes", {}).get(dtype)
-    return rec, results.where(False, data["provenance"])
+    where = results.where(False, data["provenance"])
+    if why:
+        where = f"{where.split('; no GPU here')[0]} ({key} {why})"
+    return rec, where
 
 
 def power_note(power: dict | None) -> str:

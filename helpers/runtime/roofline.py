@@ -19,7 +19,8 @@ def measure_ceilings(n: int = 4096, copy_bytes: int = 1 << 30) -> dict:
     """Measure this GPU's ceilings now (needs a GPU; about 2 s).
 
     Returns {"copy_GBps": device-to-device copy of ``copy_bytes`` (read + write
-    counted), "cublas_TFLOPs": {dtype: cuBLAS n^3 GEMM}, "spec": device_info()}.
+    counted), "cublas_TFLOPs": {dtype: cuBLAS n^3 GEMM; no bfloat16 before sm_80},
+    "spec": device_info()}.
     """
     cp = gpu.cupy()
     src = cp.random.default_rng().standard_normal(copy_bytes // 4, dtype=cp.float32)
@@ -28,6 +29,8 @@ def measure_ceilings(n: int = 4096, copy_bytes: int = 1 << 30) -> dict:
     del src, dst
     cub = {}
     for dt in CUBLAS_DTYPES:
+        if dt == "bfloat16" and gpu.device_info()["cc"] < (8, 0):   # no bf16 GEMM before sm_80: no roof
+            continue
         A, B = verify.random_matrix((n, n), dt), verify.random_matrix((n, n), dt)
         C = cp.empty((n, n), dtype=A.dtype)
         cub[dt] = round(timing.tflops(timing.gemm_flops(n, n, n),
