@@ -11,11 +11,13 @@ chapters/  one module per chapter: its catalog entries and the calls its noteboo
     ch05_register_tiling register tiles, warp tiles, double buffering, cp.async
     ch06_wmma            WMMA; the layout and fp16-accumulator pitfalls
     ch07_mma_sync        mma.sync, ldmatrix, swizzle, multistage pipeline; the PROBE ladder
+    ch08_profiling       Nsight Compute panels of every heaven, the decision table, the measured roofline
     ch10_hopper          Hopper: TMA, wgmma, the mbarrier ring (sm_90a)
 figures/   every Plotly figure and every display
     style                the shared look (colours, scales, compact arrays)
     show                 display figures, kernel sources, tables, notes (live and in the book)
     records              measurement records as tables and bars
+    profiling            chapter 8: panel tables, speed-of-light and stall bars, the measured-traffic roofline
     roofline sweep mapping tiles banks fragments precision probes hopper   the figures of each topic
 models/    pure Python/NumPy models of what the kernels do (no runtime, no Plotly)
     raster               cdiv and the one block rasterisation
