@@ -13,6 +13,8 @@ chapters/  one module per chapter: its catalog entries and the calls its noteboo
     ch07_mma_sync        mma.sync, ldmatrix, swizzle, multistage pipeline; the PROBE ladder
     ch08_profiling       Nsight Compute panels of every heaven, the decision table, the measured roofline
     ch10_hopper          Hopper: TMA, wgmma, the mbarrier ring (sm_90a)
+colab      helpers.setup(), the first cell of every notebook: nothing outside Colab; on Colab the
+           clone, CuPy of the right CUDA, plotly/ipywidgets floors, the widget manager
 figures/   every Plotly figure and every display
     style                the shared look (colours, scales, compact arrays)
     show                 display figures, kernel sources, tables, notes (live and in the book)
@@ -50,3 +52,4 @@ runtime/   compile, check, launch, verify, time, record (no chapter knowledge, n
     panels               chapter 8's Nsight Compute panel of one launch: profiled live, or recorded
 """
 from . import chapters  # noqa: F401  (registers every chapter's kernels in runtime.catalog)
+from .colab import setup  # noqa: F401,E402  (helpers.setup(): the first cell of every notebook)
