@@ -12,6 +12,7 @@ chapters/  one module per chapter: its catalog entries and the calls its noteboo
     ch06_wmma            WMMA; the layout and fp16-accumulator pitfalls
     ch07_mma_sync        mma.sync, ldmatrix, swizzle, multistage pipeline; the PROBE ladder
     ch08_profiling       Nsight Compute panels of every heaven, the decision table, the measured roofline
+    ch09_any_shape       any M, N, K (predication, padding), split-K, stream-K; the dispatcher gemm()
     ch10_hopper          Hopper: TMA, wgmma, the mbarrier ring (sm_90a)
 colab      helpers.setup(), the first cell of every notebook: nothing outside Colab; on Colab the
            clone, CuPy of the right CUDA, plotly/ipywidgets floors, the widget manager
@@ -20,7 +21,7 @@ figures/   every Plotly figure and every display
     show                 display figures, kernel sources, tables, notes (live and in the book)
     records              measurement records as tables and bars
     profiling            chapter 8: panel tables, speed-of-light and stall bars, the measured-traffic roofline
-    roofline sweep mapping tiles banks fragments precision probes hopper   the figures of each topic
+    roofline sweep mapping tiles banks fragments precision probes anyshape hopper   the figures of each topic
 models/    pure Python/NumPy models of what the kernels do (no runtime, no Plotly)
     raster               cdiv and the one block rasterisation
     occupancy            theoretical occupancy (Occupancy Calculator model)
@@ -31,6 +32,7 @@ models/    pure Python/NumPy models of what the kernels do (no runtime, no Plotl
     mma_sync             geometry of 07_mma_sync.cu, ncu predictions, Tensor Core owner models
     pipeline             NumPy replay of the Tensor Core kernels' data flow and pipeline hazards
     precision            unit roundoff, the fp16 running sum
+    anyshape             waves, split-K and stream-K models, the any-shape dispatcher's rules
     hopper               TMA swizzle, wgmma descriptors, accumulator layout, mbarrier ring of chapter 10
     diagnosis            Nsight Compute panel -> bottleneck -> next step (seed 000 §5.2's decision table)
 runtime/   compile, check, launch, verify, time, record (no chapter knowledge, no Plotly)
@@ -53,3 +55,4 @@ runtime/   compile, check, launch, verify, time, record (no chapter knowledge, n
 """
 from . import chapters  # noqa: F401  (registers every chapter's kernels in runtime.catalog)
 from .colab import setup  # noqa: F401,E402  (helpers.setup(): the first cell of every notebook)
+from .chapters.ch09_any_shape import gemm  # noqa: F401  (C = A @ B for any shape: chapter 9's dispatcher)

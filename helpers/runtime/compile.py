@@ -187,6 +187,11 @@ def format_compile_log(log: str, src: str, context: int = 1) -> str:
 
 @functools.lru_cache(maxsize=256)
 def _build(file: str, entry: str, defines: tuple, extra: tuple):
+    return _build_entries(file, (entry,), defines, extra)[entry]
+
+
+@functools.lru_cache(maxsize=64)
+def _build_entries(file: str, entries: tuple, defines: tuple, extra: tuple) -> dict:
     cp = gpu.cupy()
     src = source(file)
     opts = ["-std=c++17", *defines, *extra]
@@ -195,7 +200,7 @@ def _build(file: str, entry: str, defines: tuple, extra: tuple):
         opts += [f"-I{d}" for d in cuda_include_dirs(major)]
     try:
         mod = cp.RawModule(code=src, options=tuple(opts))
-        return mod.get_function(entry)
+        return {e: mod.get_function(e) for e in entries}
     except cp.cuda.compiler.CompileException as e:
         log = str(e)
         raise KernelCompileError(
@@ -219,6 +224,14 @@ def build(file: str, entry: str, params: dict | None = None, extra_options: tupl
     recorded mode.
     """
     return _build(file, entry, _defines(entry_defines(entry, params)), tuple(extra_options))
+
+
+def build_all(file: str, entries, params: dict | None = None, extra_options: tuple = ()) -> dict:
+    """Several entry points of ``kernels/<file>`` from one NVRTC compile (a file whose
+    entries share their parameters, such as 09_any_shape.cu's GEMM, reduction and copy
+    kernels). No ``ENTRY_`` define is added. Returns ``{entry: cupy.RawKernel}``; cached;
+    raises as :func:`build`."""
+    return _build_entries(file, tuple(entries), _defines(params), tuple(extra_options))
 
 
 def resources(kernel) -> dict:
@@ -247,7 +260,7 @@ _PTXAS = re.compile(
     re.S)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=4096)
 def _nvcc_check(file: str, defines: tuple, arch: str, extra: tuple) -> dict:
     nvcc = nvcc_path()
     if not nvcc:

@@ -1,0 +1,193 @@
+"""Heaven 9's models: waves, split-K, stream-K, and the dispatcher's rules (pure Python).
+
+Everything here is arithmetic on (M, N, K), the tile and the GPU's SM count;
+nothing launches. ``helpers.chapters.ch09_any_shape`` runs what :func:`plan`
+decides on the kernels of ``kernels/09_any_shape.cu``.
+
+Names: a *tile* is one BM x BN block of C; a *wave* is one round of tiles with
+one block per SM (the kernel runs one 256-thread block of 98 KB shared memory
+per SM); a *k-tile* is one BK slice of the K loop. ``sms`` is the number of
+streaming multiprocessors.
+
+The time model's constants were measured on the H200 with the heaven-7 main
+loop (notes/any_shape_tuning.md, runs 2-4, 2026-12-01): one SM does
+``RATE_PER_SM`` = 2.9 TFLOP/s of fp16/bf16 mma with all 132 busy (378 TFLOP/s
+/ 132); the ALIGNED=0 build (loads through registers) runs at 0.30 of the
+cp.async build (``REGS_SLOWDOWN`` = 3.3); a copy kernel moves ``COPY_BPS`` =
+4.2e12 bytes/s counted as read + write (the device-to-device copy of
+``h200-anchors.json``); a launch costs ``LAUNCH_S`` = 4 microseconds. They set
+the *order* of choices, not absolute times: the chapter measures those.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .raster import cdiv
+
+CFG = {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 8}   # heaven 7's tile
+RATE_PER_SM = 2.9e12        # FLOP/s per SM, all SMs busy (H200, heaven-7 main loop)
+REGS_SLOWDOWN = 3.3         # ALIGNED=0 build's time over the cp.async build's
+COPY_BPS = 4.2e12           # copy kernels, bytes read + written per second
+LAUNCH_S = 4e-6             # one extra kernel launch, seconds
+PROLOGUE_KTILES = 4         # pipeline fill + epilogue of one block, in k-tiles of work
+
+
+def tiles(M: int, N: int, cfg: dict = CFG) -> int:
+    """Output tiles of an M x N result: ceil(M/BM) * ceil(N/BN)."""
+    return cdiv(M, cfg["BM"]) * cdiv(N, cfg["BN"])
+
+
+def waves(n_tiles: int, sms: int) -> dict:
+    """Wave quantization of ``n_tiles`` equal tiles on ``sms`` SMs, one tile per SM at a time.
+
+    Returns ``{"waves": n_tiles / sms, "rounds": ceil(n_tiles / sms), "last_wave_full":
+    fraction of SMs busy in the last round, "efficiency": n_tiles / (rounds * sms)}``:
+    the fraction of SM-time doing work if every tile takes the same time at a fixed
+    clock (the naive prediction; chapter 9 measures how a power-capped GPU departs from it).
+    """
+    if n_tiles < 1 or sms < 1:
+        raise ValueError(f"n_tiles={n_tiles}, sms={sms}: both must be >= 1")
+    rounds = cdiv(n_tiles, sms)
+    last = n_tiles - (rounds - 1) * sms
+    return {"waves": n_tiles / sms, "rounds": rounds, "last_wave_full": last / sms,
+            "efficiency": n_tiles / (rounds * sms)}
+
+
+def corrected_efficiency(n_tiles: int, sms: int, busy: list, wave_ms: list) -> float:
+    """The wave model with a measured clock: a round with b busy SMs takes the time one
+    wave of b tiles was measured to take (``wave_ms`` at ``busy`` SM counts, linear in
+    between), not the time of a full round. Efficiency = n_tiles * t(sms) / sms divided by
+    (full rounds * t(sms) + t(last round's tiles)). With a constant ``wave_ms`` this is
+    :func:`waves`' efficiency."""
+    full, last = divmod(n_tiles, sms)
+    t_full = float(np.interp(sms, busy, wave_ms))
+    total = full * t_full + (float(np.interp(last, busy, wave_ms)) if last else 0.0)
+    return n_tiles * t_full / sms / total
+
+
+def splitk_time(M: int, N: int, K: int, s: int, sms: int, cfg: dict = CFG) -> float:
+    """Model time (s) of split-K with ``s`` splits:
+    ceil(tiles * s / sms) * (ceil(KT / s) + PROLOGUE_KTILES) * t_ktile + reduction,
+    t_ktile = 2 * BM * BN * BK / RATE_PER_SM, reduction = s partial M x N fp32 tiles
+    written and read once (2 * s * M * N * 4 bytes at COPY_BPS) plus a launch when s > 1."""
+    kt = cdiv(K, cfg["BK"])
+    t_kt = 2 * cfg["BM"] * cfg["BN"] * cfg["BK"] / RATE_PER_SM
+    t = math.ceil(tiles(M, N, cfg) * s / sms) * (cdiv(kt, s) + PROLOGUE_KTILES) * t_kt
+    return t + ((2 * s * M * N * 4 / COPY_BPS + LAUNCH_S) if s > 1 else 0.0)
+
+
+def choose_splits(M: int, N: int, K: int, sms: int, cfg: dict = CFG, max_splits: int = 128) -> tuple[int, str]:
+    """Number of K splits from :func:`splitk_time` (the smallest modelled time over
+    s = 1 .. min(KT // 4, max_splits)); 1 when the tiles alone fill the SMs or K is
+    under 8 k-tiles. Returns (s, reason in one line)."""
+    n, kt = tiles(M, N, cfg), cdiv(K, cfg["BK"])
+    if n >= sms or kt < 8:
+        return 1, f"{n} tiles for {sms} SMs, {kt} k-tiles: no split"
+    best = min(range(1, min(kt // 4, max_splits) + 1), key=lambda s: (splitk_time(M, N, K, s, sms, cfg), s))
+    return best, f"{n} tiles for {sms} SMs and {kt} k-tiles: {best} splits give {n * best} blocks"
+
+
+def dp_tiles(M: int, N: int, policy: str, sms: int, cfg: dict = CFG) -> int:
+    """Tiles computed whole, data-parallel, before the stream-K kernel takes the rest.
+
+    ``"sk"``: none (everything streamed); ``"hybrid"``: all whole waves; ``"hybrid2"``:
+    all whole waves but one (the last whole wave and the partial one are streamed,
+    so each SM gets more than one tile's work to even out). ValueError otherwise."""
+    full = tiles(M, N, cfg) // sms
+    if policy == "sk":
+        return 0
+    if policy == "hybrid":
+        return full * sms
+    if policy == "hybrid2":
+        return max(0, full - 1) * sms
+    raise ValueError(f"policy={policy!r}: must be 'sk', 'hybrid' or 'hybrid2'")
+
+
+def streamk_policy(M: int, N: int, sms: int, cfg: dict = CFG) -> tuple[str, str]:
+    """CUTLASS's rule for stream-K: stay data-parallel unless the last wave is at most
+    half full; then stream the tail (``"hybrid2"``). Returns (policy, reason); policy
+    ``"dp"`` means a plain data-parallel launch. Source: CUTLASS's stream-K scheduler
+    heuristic (data-parallel for whole waves, stream-K for a light last wave)."""
+    n = tiles(M, N, cfg)
+    w = waves(n, sms)
+    if n <= sms or w["last_wave_full"] == 1.0 or w["last_wave_full"] > 0.5:
+        return "dp", f"{n} tiles = {w['waves']:.2f} waves, last wave {w['last_wave_full']:.0%} full: data-parallel"
+    return "hybrid2", (f"{n} tiles = {w['waves']:.2f} waves, last wave only {w['last_wave_full']:.0%} full: "
+                       "whole waves but one data-parallel, the rest stream-K")
+
+
+def round_up(x: int, m: int) -> int:
+    return cdiv(x, m) * m
+
+
+def operands_time(M: int, N: int, K: int, sms: int, cfg: dict = CFG, splits: int = 1) -> dict:
+    """Model time (s) of the three ways to feed an unaligned problem to the kernel:
+    ``"regs"`` (ALIGNED=0 build, no copies), ``"repack"`` (A and B copied to row
+    strides that are multiples of 8, then the cp.async build), ``"padding"`` (A, B
+    copied to tile multiples, C copied back). The kernel's own time is
+    :func:`splitk_time` with ``splits`` (1: data-parallel); only its main loop is
+    slower through registers."""
+    t_kernel = splitk_time(M, N, K, splits, sms, cfg)
+    k8, n8 = round_up(K, 8), round_up(N, 8)
+    repack = 2 * (M * K + M * k8 + K * N + k8 * n8)          # bytes read + written, 2 bytes each
+    mp, np_, kp = round_up(M, cfg["BM"]), round_up(N, cfg["BN"]), round_up(K, cfg["BK"])
+    padding = 2 * (M * K + mp * kp + K * N + kp * np_ + mp * np_ + M * N)
+    return {"regs": t_kernel * REGS_SLOWDOWN,
+            "repack": t_kernel + repack / COPY_BPS + 2 * LAUNCH_S,
+            "padding": t_kernel + padding / COPY_BPS + 3 * LAUNCH_S}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the dispatcher runs: ``operands`` ("direct", "regs", "repack" or "padding"),
+    ``schedule`` ("dp", "splitk" or "streamk"), ``splits`` (split-K), ``reduction``
+    ("twopass": deterministic, or "atomic"), ``policy`` (stream-K: "sk", "hybrid",
+    "hybrid2"), and ``reason``: one line saying why."""
+    operands: str = "direct"
+    schedule: str = "dp"
+    splits: int = 1
+    reduction: str = "twopass"
+    policy: str = "hybrid2"
+    reason: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """Short label: "repack + split-K 16 (two-pass)", "direct + stream-K (hybrid2)", "regs"."""
+        s = {"dp": "", "splitk": f" + split-K {self.splits} ({self.reduction})",
+             "streamk": f" + stream-K ({self.policy})"}[self.schedule]
+        return self.operands + s
+
+
+def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
+         deterministic: bool = True) -> Plan:
+    """The dispatcher's rules for C[M, N] = A[M, K] @ B[K, N] on ``sms`` SMs.
+
+    ``aligned``: A and B are 16-byte aligned with K % 8 == 0 and N % 8 == 0 (the cp.async
+    build reads them directly; M, N, K tails are predicated). Otherwise the cheaper of
+    ``regs`` and ``repack`` by :func:`operands_time` (``padding`` is never cheaper in the
+    model: it copies more). Schedule: split-K when :func:`choose_splits` says s > 1
+    (reduction "twopass" if ``deterministic``, else "atomic"), else stream-K when
+    :func:`streamk_policy` says so, else data-parallel. Raises ValueError for M, N, K < 1.
+    """
+    for name, v in (("M", M), ("N", N), ("K", K), ("sms", sms)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name}={v!r}: must be an integer >= 1")
+    s, why_s = choose_splits(M, N, K, sms, cfg)
+    if s > 1:
+        sched = {"schedule": "splitk", "splits": s, "reduction": "twopass" if deterministic else "atomic"}
+        why = why_s
+    else:
+        pol, why = streamk_policy(M, N, sms, cfg)
+        sched = {"schedule": "dp"} if pol == "dp" else {"schedule": "streamk", "policy": pol}
+    if aligned:
+        ops, why_o = "direct", "aligned rows: cp.async reads A and B in place"
+    else:
+        t = operands_time(M, N, K, sms, cfg, splits=s)
+        ops = "regs" if t["regs"] <= t["repack"] else "repack"
+        why_o = (f"unaligned rows: {ops} (model {t['regs'] * 1e6:.0f} us through registers vs "
+                 f"{t['repack'] * 1e6:.0f} us with a repack)")
+    return Plan(operands=ops, reason=f"{why_o}; {why}", **sched)

@@ -1,0 +1,79 @@
+"""GPU suite, chapter 9 (sm_80 or newer): every strategy on the correctness grid (any
+shape, misaligned bases, odd leading dimensions), the dispatcher's refusals, split-K's
+reproducibility, and a control that must fail (the PARTIAL_CHUNKS=0 build on row padding
+that is not zero)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers.chapters import ch09_any_shape as ch
+from helpers.models import anyshape as model
+from helpers.runtime import compile as kc, gpu, verify
+
+pytestmark = pytest.mark.skipif(not gpu.live() or gpu.device_info()["cc"] < (8, 0),
+                                reason="needs an sm_80 or newer GPU (cp.async, bf16, mma.sync)")
+
+SMALL = [c for c in ch.CHECK_GRID if max(c[0]) < 4000]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape,offsets", SMALL, ids=[f"{'x'.join(map(str, s))}+{o}" for s, o in SMALL])
+def test_every_strategy_is_correct(dtype, shape, offsets):
+    strategies = [s for s in ch.STRATEGIES if ch.can_run(s) is None]
+    recs = ch.measure(strategies, shape, dtype, offsets, check_only=True)
+    assert all(r["rel_err"] is not None and r["rel_err"] <= verify.TOLERANCE[dtype] for r in recs
+               if r["params"]["strategy"] != "hopper" or ch.can_run("hopper") is None)
+
+
+def test_4093_cubed_misaligned_repack_and_auto():
+    recs = ch.measure(["auto", "repack", "regs"], (4093, 4093, 4093), "bfloat16", (1, 1, 1), check_only=True)
+    assert [r["params"]["strategy"] for r in recs] == ["auto", "repack", "regs"]
+
+
+def test_dispatcher_returns_the_product_and_refuses_bad_input():
+    cp = gpu.cupy()
+    A = verify.random_matrix((77, 45), "float16")
+    B = verify.random_matrix((45, 13), "float16")
+    C = ch.gemm(A, B)
+    assert verify.check(C, verify.reference_gemm(A, B), "float16") < 2e-3
+    with pytest.raises(ValueError, match="B.shape"):
+        ch.gemm(A, verify.random_matrix((44, 13), "float16"))
+    with pytest.raises(ValueError, match="A.dtype"):
+        ch.gemm(A.astype(cp.float32), B.astype(cp.float32))
+    with pytest.raises(ValueError, match="strategy"):
+        ch.gemm(A, B, strategy="fastest")
+    with pytest.raises(ValueError, match="c_contiguous"):
+        ch.gemm(cp.asfortranarray(A), B)
+    C2 = ch.gemm(A, B)                     # the context is still healthy after the refusals
+    assert bool(cp.isfinite(C2).all())
+
+
+def test_twopass_is_bitwise_reproducible():
+    rows = ch.reproducibility(shapes=((256, 256, 8192),), dtypes=("float16",), runs=4)
+    by = {r["reduction"]: r for r in rows}
+    assert by["twopass"]["bitwise identical"]
+
+
+def test_partial_chunk_control_fails_on_dirty_padding():
+    """PARTIAL_CHUNKS=0 copies a chunk that straddles K whole: correct only because the
+    repack zeroes the row padding. With NaN in the padding it must fail; PARTIAL_CHUNKS=1
+    (byte-exact copies) must pass on the same buffers."""
+    cp = gpu.cupy()
+    M, N, K = 200, 136, 75                     # K % 8 = 3: the last chunk of each A row straddles K
+    A = verify.random_matrix((M, K), "float16")
+    B = verify.random_matrix((K, N), "float16")
+    ref = verify.reference_gemm(A, B)
+    lda = model.round_up(K, 8)
+    Ap = cp.full((M, lda), np.nan, dtype=cp.float16)
+    Ap[:, :K] = A
+    errs = {}
+    for partial in (0, 1):
+        fns = kc.build_all(ch.FILE, ("gemm_any",), {**model.CFG, "ALIGNED": 1, "PARTIAL_CHUNKS": partial})
+        fns["gemm_any"].max_dynamic_shared_size_bytes = ch._smem(model.CFG)
+        C = cp.full((M, N), np.nan, dtype=cp.float16)
+        i = np.int32
+        fns["gemm_any"]((1, 2, 1), (256,), (Ap, B, C, cp.zeros(4, cp.float32), i(M), i(N), i(K), i(lda), i(N), i(N),
+                                           i(model.cdiv(K, 32)), i(0)), shared_mem=ch._smem(model.CFG))
+        errs[partial] = verify.rel_err(C, ref)
+    assert errs[1] < 2e-3 and not errs[0] < 2e-3, errs

@@ -1,0 +1,73 @@
+"""Chapter 9 without a GPU: the models behind the dispatcher, its plans on the issue's
+shapes, the catalog entries' rules, and the recorded zoo's verdict."""
+from __future__ import annotations
+
+import pytest
+
+from helpers.chapters import ch09_any_shape as ch
+from helpers.models import anyshape as model
+from helpers.runtime import catalog, results
+
+
+def test_waves_and_the_corrected_model():
+    w = model.waves(272, 132)
+    assert w["rounds"] == 3 and abs(w["efficiency"] - 272 / 396) < 1e-12
+    assert model.waves(264, 132)["efficiency"] == 1.0
+    # a constant wave time gives back the naive model; a faster small wave raises it
+    assert abs(model.corrected_efficiency(272, 132, [8, 132], [1.0, 1.0]) - w["efficiency"]) < 1e-12
+    assert model.corrected_efficiency(272, 132, [8, 132], [0.6, 1.0]) > w["efficiency"]
+    with pytest.raises(ValueError):
+        model.waves(0, 132)
+
+
+@pytest.mark.parametrize("shape,splits", [((512, 512, 32768), 16), ((256, 256, 65536), 64), ((1024, 1024, 16384), 4),
+                                          ((4096, 4096, 4096), 1), ((64, 64, 64), 1)])
+def test_split_model_on_the_issues_shapes(shape, splits):
+    assert model.choose_splits(*shape, sms=132)[0] == splits
+
+
+def test_streamk_policy_is_cutlass_rule():
+    assert model.streamk_policy(2176, 4096, 132)[0] == "hybrid2"          # 272 tiles: last wave 6 % full
+    assert model.streamk_policy(4096, 4096, 132)[0] == "dp"               # 512 tiles: 88 %
+    assert model.streamk_policy(8192, 8192, 132)[0] == "dp"               # 2048: 52 %
+    assert model.dp_tiles(2176, 4096, "hybrid2", 132) == 132 and model.dp_tiles(2176, 4096, "hybrid", 132) == 264
+    with pytest.raises(ValueError, match="policy"):
+        model.dp_tiles(2176, 4096, "fast", 132)
+
+
+def test_plans_name_their_strategy_and_reason():
+    p = model.plan(4093, 4093, 4093, aligned=False, sms=132)
+    assert p.operands == "repack" and p.schedule == "dp" and "unaligned" in p.reason
+    p = model.plan(512, 512, 32768, aligned=True, sms=132)
+    assert p.schedule == "splitk" and p.splits == 16 and p.reduction == "twopass"
+    assert model.plan(512, 512, 32768, aligned=True, sms=132, deterministic=False).reduction == "atomic"
+    assert model.plan(2176, 4096, 8192, aligned=True, sms=132).schedule == "streamk"
+    with pytest.raises(ValueError, match="K=0"):
+        model.plan(4, 4, 0, aligned=True, sms=132)
+
+
+def test_catalog_rules_refuse_what_cp_async_cannot_read():
+    spec = catalog.get("any_shape_f16")
+    with pytest.raises(ValueError, match="K=4093"):
+        spec.validate(spec.defaults, (4096, 4096, 4093))
+    catalog.get("any_regs_f16").validate(catalog.get("any_regs_f16").defaults, (4093, 4093, 4093))
+    with pytest.raises(ValueError, match="STAGES"):
+        spec.validate({**spec.defaults, "STAGES": 2}, (4096, 4096, 4096))
+    assert spec.min_cc == (8, 0) and not spec.runs_on((7, 5)) and spec.runs_on((9, 0))
+
+
+def test_strategy_names_are_checked():
+    with pytest.raises(ValueError, match="strategy"):
+        ch.plan_for("fastest", 10, 10, 10, True, sms=132)
+
+
+def test_recorded_zoo_dispatcher_is_at_least_as_fast_on_90_percent():
+    doc = results.artifact("anyshape")
+    if doc is None:
+        pytest.skip("results/h200-anyshape.json not recorded yet")
+    rows = doc["zoo"]
+    ok = sum(r["within 3% of best"] for r in rows)
+    assert len(rows) >= 24 and ok >= 0.9 * len(rows), ch.zoo_summary(rows)
+    # every row's verdict is computed from its own records, not copied
+    for r in rows:
+        assert ch.zoo_row(r["records"])["within 3% of best"] == r["within 3% of best"]
