@@ -67,23 +67,17 @@ def record(a) -> int:
         Path(a.query_out).write_text(q.stdout + q.stderr)
     items = plan(a.shape)
     known, unknown, qstate = ncu_tool.query_metrics(ncu, panels.METRICS)
-    plan_file = Path(a.out).with_suffix(".plan.json")
-    plan_file.parent.mkdir(parents=True, exist_ok=True)
-    plan_file.write_text(json.dumps(items))
-    child_argv = [sys.executable, str(Path(__file__).resolve()), "--child", str(plan_file)]
-    res = ncu_tool.profile_raw(ncu, child_argv, panels.kernel_regex([it["key"] for it in items]), known)
-    plan_file.unlink()
+    try:
+        runs, res = panels.profile_many(items, ncu, known)
+    except RuntimeError as e:
+        print(f"ncu_panels: {e}", file=sys.stderr)
+        return 1
     print(res["stdout"][-3000:], res["stderr"][-2000:], sep="\n", flush=True)
     if a.csv_out:
         Path(a.csv_out).write_text(res["csv"])
-    if len(res["launches"]) != len(items):
-        print(f"ncu_panels: {len(res['launches'])} launches profiled for {len(items)} kernels", file=sys.stderr)
-        return 1
-    runs = []
-    for it, L in zip(items, res["launches"]):
-        assert L["kernel"].split("(")[0] == catalog.get(it["key"]).entry, (L["kernel"], it["key"])
-        runs.append({**it, "kernel": L["kernel"], "grid": L["grid"], "block": L["block"],
-                     "metrics": {k: v for k, v in L["metrics"].items() if isinstance(v, float) and not MINMAX.search(k)}})
+    runs = [{k: v for k, v in r.items() if k not in ("panel", "source", "where")} for r in runs]
+    for r in runs:
+        r["metrics"] = {k: v for k, v in r["metrics"].items() if not MINMAX.search(k)}
     for r in runs:
         p = diagnosis.panel(r["metrics"])
         print(f"  heaven {r['heaven']:2d} {r['key']:26s} SM {p['sm_pct'] or 0:5.1f}%  mem {p['mem_pct'] or 0:5.1f}%  "

@@ -150,3 +150,47 @@ def test_tensor_pipe_on_gh100():
     assert h10["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"] > 80
     for h in (1, 2, 3, 5):
         assert by[h]["panel"]["tensor_pct"] < 1 and by[h]["panel"]["fma_pct"] > 5
+
+
+# ------------------------------------------------------------------ chapter 8 on the recording
+from helpers.chapters import ch08_profiling as ch08  # noqa: E402
+from helpers.figures import profiling as prof_fig  # noqa: E402
+
+
+@needs_recording
+def test_each_diagnosis_names_the_next_heavens_step_or_the_chapter_says_why():
+    """Heaven N's diagnosis must name a step heaven N+1 takes; where it does not, ch08.EXCUSES
+    says why, and every excuse must still be needed (no stale explanations)."""
+    rows = prof_fig.diagnosis_rows(RUNS, ch08.HEAVEN_STEPS, ch08.EXCUSES)
+    judged = {r["heaven"]: r for r in rows if r["agree"] is not None}
+    assert set(judged) >= {1, 2, 3, 4, 5, 6, 7}
+    disagree = {h for h, r in judged.items() if r["agree"] != "yes"}
+    assert disagree == set(ch08.EXCUSES), {h: (judged[h]["names"], judged[h]["takes"]) for h in disagree}
+    assert len(judged) - len(disagree) >= 5
+
+
+@needs_recording
+def test_prose_claims_about_measured_intensity_hold():
+    """What chapter 8's prose says about the measured-traffic roofline, checked on the recording."""
+    by = {r["heaven"]: r["panel"] for r in RUNS}
+    x = {h: diagnosis.measured_intensity(RUNS[0]["shape"], p["dram_read"], p["dram_write"]) for h, p in by.items()}
+    assert 5 < x[1] < 20                          # the naive kernel: about 10 FLOP/B
+    assert x[3] < x[2] and x[3] < x[4] < x[5]      # heaven 3 moves left, 4 and 5 move right
+    fp32_min, fp16_min = 2 * 4096 ** 3 / (3 * 4 * 4096 ** 2), 2 * 4096 ** 3 / (3 * 2 * 4096 ** 2)
+    assert 0.35 < x[5] / fp32_min < 0.65
+    for h in (6, 7, 10):
+        assert 0.35 < x[h] / fp16_min < 0.65
+    assert x[10] > max(x[6], x[7])
+    assert by[3]["dram_read"] > 3 * by[2]["dram_read"] and by[3]["l2_hit"] < by[2]["l2_hit"]
+
+
+@needs_recording
+def test_figures_draw_every_heaven():
+    ceil = {"copy_GBps": 4000.0, "cublas_TFLOPs": {"float32": 50.0, "float16": 700.0}, "where": "test"}
+    assert len(prof_fig.sol_figure(RUNS, "test").data) == 4
+    assert all(len(t.x) == len(RUNS) for t in prof_fig.stall_figure(RUNS, "test").data)
+    recs = [{"chapter": r["heaven"], "kernel": r["key"], "shape": r["shape"], "value": 10.0, "ratio": 0.5,
+             "dtype": "float32" if r["heaven"] <= 5 else "float16"} for r in RUNS]
+    fig = prof_fig.roofline_measured(recs, ceil, RUNS)
+    drawn = [t for t in fig.data if t.name and t.name.split(":")[0].isdigit()]
+    assert len(drawn) == len(RUNS) and all(t.x[0] < t.x[1] for t in drawn)   # measured left of minimal

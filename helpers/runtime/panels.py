@@ -20,8 +20,10 @@ the panel reads.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from helpers.models import diagnosis
@@ -123,6 +125,37 @@ def profile(key: str, params: dict | None = None, shape=(4096, 4096, 4096), ncu:
     return {"key": key, "params": spec.params(**(params or {})), "shape": list(shape), "kernel": L["kernel"],
             "metrics": L["metrics"], "panel": diagnosis.panel(L["metrics"]), "command": res["command"],
             "source": "live", "where": f"profiled live with Nsight Compute on {gpu.device_info()['name']}"}
+
+
+def profile_many(items: list, ncu: str | None = None, metrics: list | None = None) -> tuple[list, dict]:
+    """Profile one launch of each item ({"key", "params", "shape", ...}) in one ncu run
+    (child: ``scripts/ncu_panels.py --child <plan.json>``), in order.
+
+    Returns (runs, res): runs are the items with "kernel", "grid", "block", "metrics"
+    (numeric values), "panel", "source": "live" and "where" added; ``res`` is
+    :func:`helpers.runtime.ncu.profile_raw`'s result (command, output, CSV).
+    Raises RuntimeError when ncu cannot run here or profiled another number of
+    launches than there are items."""
+    ok, path = usable(ncu)
+    if not ok:
+        raise RuntimeError(f"cannot profile: {path}")
+    with tempfile.TemporaryDirectory() as tmp:
+        plan = os.path.join(tmp, "plan.json")
+        Path(plan).write_text(json.dumps(items))
+        res = ncu_tool.profile_raw(path, [sys.executable, str(SCRIPT), "--child", plan],
+                                   kernel_regex([it["key"] for it in items]), METRICS if metrics is None else metrics)
+    if len(res["launches"]) != len(items):
+        raise RuntimeError(f"ncu profiled {len(res['launches'])} launches for {len(items)} kernels "
+                           f"(rc={res['returncode']}): {(res['stderr'] or res['stdout'])[-1500:]}")
+    where = f"profiled live with Nsight Compute on {gpu.device_info()['name']}"
+    runs = []
+    for it, L in zip(items, res["launches"]):
+        if L["kernel"].split("(")[0] != catalog.get(it["key"]).entry:
+            raise RuntimeError(f"launch order: expected {catalog.get(it['key']).entry}, ncu saw {L['kernel']}")
+        m = {k: v for k, v in L["metrics"].items() if isinstance(v, float)}
+        runs.append({**it, "kernel": L["kernel"], "grid": L["grid"], "block": L["block"], "metrics": m,
+                     "panel": diagnosis.panel(m), "source": "live", "where": where})
+    return runs, res
 
 
 def recorded(slug: str = results.DEFAULT_SLUG) -> tuple[list, dict | None, str]:
