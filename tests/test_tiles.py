@@ -273,3 +273,10 @@ def test_cp_async_smem_formula():
     p = spec.params(**BASE128)
     assert spec.smem(p) == p["STAGES"] * p["BK"] * (p["BM"] + 4 + p["BN"]) * 4 == 24960
     assert spec.smem(spec.params(**{**BASE128, "BK": 16, "STAGES": 4})) == 66560          # > 48 KB: dynamic, opt-in
+
+
+def test_registers_go_to_warps_in_groups_of_four():
+    """The driver's occupancy query on the H200 (tests/gpu/test_occupancy_gpu.py): 40 registers,
+    64 threads: 65536 / 1280 = 51 warps, 48 in groups of 4, so 24 blocks (not 25)."""
+    assert occ.occupancy(40, 64, 0)["blocks_per_sm"] == 24
+    assert occ.occupancy(40, 64, 0, arch="sm_75")["blocks_per_sm"] == 16     # the T4's block limit

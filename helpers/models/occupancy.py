@@ -14,13 +14,16 @@ from .raster import cdiv
 # per block; 8.6: 1536 threads, 16 blocks, 100 KB per SM, 99 KB per block; 8.9: as 8.6 with
 # 24 blocks; 9.0: 2048 threads, 32 blocks, 228 KB per SM, 227 KB per block; all: 64K 32-bit
 # registers per SM, 255 per thread), the CUDA Occupancy Calculator (register allocation unit:
-# 256 registers per warp) and cudaDevAttrReservedSharedMemoryPerBlock (1 KB the system keeps
+# 256 registers per warp; warp allocation granularity 4; shared memory allocation unit 128
+# bytes, 256 on 7.5) and cudaDevAttrReservedSharedMemoryPerBlock (1 KB the system keeps
 # per block from compute capability 8.0 on; none on 7.x). Live, the runtime takes these
 # numbers from the device itself (helpers.runtime.gpu.device_info).
-_SM = {"regs_per_sm": 65536, "reg_alloc_unit": 256, "max_regs_per_thread": 255, "smem_reserved_per_block": 1024}
+_SM = {"regs_per_sm": 65536, "reg_alloc_unit": 256, "warp_alloc_granularity": 4, "max_regs_per_thread": 255,
+       "smem_reserved_per_block": 1024, "smem_alloc_unit": 128}
 DEVICE_LIMITS = {
     "sm_75": {**_SM, "max_threads_per_sm": 1024, "max_blocks_per_sm": 16,
-              "smem_per_sm": 65536, "smem_per_block_max": 65536, "smem_reserved_per_block": 0},
+              "smem_per_sm": 65536, "smem_per_block_max": 65536, "smem_reserved_per_block": 0,
+              "smem_alloc_unit": 256},
     "sm_80": {**_SM, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32,
               "smem_per_sm": 167936, "smem_per_block_max": 166912},
     "sm_86": {**_SM, "max_threads_per_sm": 1536, "max_blocks_per_sm": 16,
@@ -39,8 +42,8 @@ def occupancy(registers: int, threads: int, smem_bytes: int = 0, arch: str | dic
     block, ``smem_bytes`` per block (static + dynamic), ``arch`` one of
     :data:`DEVICE_LIMITS` (None: sm_90), or a dict of limits shaped like
     :data:`DEVICE_LIMITS` (the runtime passes this GPU's own). Registers are allocated per
-    warp in units of 256; each block's shared memory is ``smem_bytes`` plus the
-    1 KB the system reserves. Returns ``{"blocks_per_sm", "warps_per_sm",
+    warp in units of 256, and to warps in groups of 4; each block's shared memory is
+    ``smem_bytes`` plus the 1 KB the system reserves, rounded up to 128 bytes. Returns ``{"blocks_per_sm", "warps_per_sm",
     "occupancy" (resident threads / max), "limited_by" ("threads", "blocks",
     "registers" or "shared memory"), "limits": blocks allowed by each}``.
     Raises ValueError for a block that cannot run at all.
@@ -60,10 +63,15 @@ def occupancy(registers: int, threads: int, smem_bytes: int = 0, arch: str | dic
         raise ValueError(f"smem_bytes={smem_bytes}: must be <= {d['smem_per_block_max']}")
     warps = cdiv(threads, 32)
     regs_per_warp = cdiv(registers * 32, d["reg_alloc_unit"]) * d["reg_alloc_unit"]
+    # Registers go to warps in groups of warp_alloc_granularity (4: one warp per SM sub-partition,
+    # each with a quarter of the register file): 40 registers x 64 threads fit 24 blocks, not 25.
+    g = d.get("warp_alloc_granularity", 1)
+    warps_by_regs = d["regs_per_sm"] // regs_per_warp // g * g
     lim = {"threads": d["max_threads_per_sm"] // (warps * 32), "blocks": d["max_blocks_per_sm"],
-           "registers": d["regs_per_sm"] // (regs_per_warp * warps)}
+           "registers": warps_by_regs // warps}
     if smem_bytes > 0:
-        lim["shared memory"] = d["smem_per_sm"] // (smem_bytes + d["smem_reserved_per_block"])
+        unit = d.get("smem_alloc_unit", 1)
+        lim["shared memory"] = d["smem_per_sm"] // (cdiv(smem_bytes + d["smem_reserved_per_block"], unit) * unit)
     blocks = min(lim.values())
     order = ("threads", "blocks", "registers", "shared memory")     # ties: fixed limits first
     limiter = min((k for k in order if k in lim), key=lambda k: (lim[k], order.index(k)))
