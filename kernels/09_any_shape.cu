@@ -18,7 +18,7 @@
 //    pointers, because every cp.async moves a 16-byte chunk of 8 elements and
 //    that chunk must be 16-byte aligned and entirely inside or outside the
 //    matrix. Three ways round it:
-//    a. Padding (host side, scripts/any_shape_bench.py): copy A and B into
+//    a. Padding (host side, helpers/chapters/ch09_any_shape.py): copy A and B into
 //       zero-filled buffers whose sizes and strides are tile multiples, run
 //       this kernel on them (every guard then passes), copy C back.
 //    b. Predication, ALIGNED=1: strides multiples of 8 elements and 16-byte
