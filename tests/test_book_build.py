@@ -116,11 +116,13 @@ class Build:
                       if not skip.intersection(p.relative_to(self.html).parts))
 
 
-def build_book(src: Path, out: Path, toc: Path | None = None) -> Build:
-    """``jupyter-book build -W -n --keep-going --path-output out src``."""
+def build_book(src: Path, out: Path, toc: Path | None = None, config: Path | None = None) -> Build:
+    """``jupyter-book build -W -n --keep-going --path-output out src`` (``--toc``, ``--config`` if given)."""
     cmd = _jupyter_book() + ["build", "-W", "-n", "--keep-going", "--path-output", str(out)]
     if toc is not None:
         cmd += ["--toc", str(toc)]
+    if config is not None:
+        cmd += ["--config", str(config)]
     cmd.append(str(src))
     env = {**os.environ, "PYTHONWARNINGS": "ignore::DeprecationWarning"}
     r = subprocess.run(cmd, cwd=src, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, env=env)
