@@ -67,12 +67,13 @@ def record(a) -> int:
         Path(a.query_out).write_text(q.stdout + q.stderr)
     items = plan(a.shape)
     known, unknown, qstate = ncu_tool.query_metrics(ncu, panels.METRICS)
+    print("ncu_panels: profiling", ", ".join(it["key"] for it in items), flush=True)
     try:
         runs, res = panels.profile_many(items, ncu, known)
     except RuntimeError as e:
         print(f"ncu_panels: {e}", file=sys.stderr)
         return 1
-    print(res["stdout"][-3000:], res["stderr"][-2000:], sep="\n", flush=True)
+    print(res["command"], res["stdout"][-3000:], res["stderr"][-2000:], sep="\n", flush=True)
     if a.csv_out:
         Path(a.csv_out).write_text(res["csv"])
     runs = [{k: v for k, v in r.items() if k not in ("panel", "source", "where")} for r in runs]

@@ -102,8 +102,8 @@ def test_summary_names_what_runs_here_without_a_gpu(monkeypatch):
     assert "simulating sm_75" in line and "chapters 0, 1, 2, 3, 4" in line and "5 in part" in line
 
 
-# Chapters 8 and 9 are written by others and get their setup cell from them.
-NOTEBOOKS = sorted(p for p in (REPO / "book").glob("*.ipynb") if not p.name.startswith(("08_", "09_")))
+# Chapter 9 is written by others and gets its setup cell from them.
+NOTEBOOKS = sorted(p for p in (REPO / "book").glob("*.ipynb") if not p.name.startswith("09_"))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

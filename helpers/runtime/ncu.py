@@ -194,17 +194,18 @@ def raw_command(ncu: str, child: list, kernel_regex: str, metrics: list, section
 
 
 def profile_raw(ncu: str, child: list, kernel_regex: str, metrics: list, sections=PANEL_SECTIONS,
-                launch_count: int | None = None, timeout: float = 900) -> dict:
+                launch_count: int | None = None, timeout: float = 900, echo: bool = False) -> dict:
     """Run :func:`raw_command` and parse its CSV (:func:`parse_raw_csv`).
 
     Returns {"launches": [...] ([] if ncu wrote no table), "command": the exact
     command line, "returncode", "stdout", "stderr" (trimmed to their ends),
-    "csv": the CSV text ncu wrote}. Raises nothing when ncu fails: the caller
-    reads ``returncode`` and ``launches``."""
+    "csv": the CSV text ncu wrote}. ``echo`` prints the command first. Raises
+    nothing when ncu fails: the caller reads ``returncode`` and ``launches``."""
     with tempfile.TemporaryDirectory() as tmp:
         log = os.path.join(tmp, "ncu_raw.csv")
         cmd = raw_command(ncu, child, kernel_regex, metrics, sections, launch_count, log)
-        print("running:", " ".join(cmd), flush=True)
+        if echo:
+            print("running:", " ".join(cmd), flush=True)
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         text = Path(log).read_text(errors="replace") if os.path.exists(log) else ""
         launches = parse_raw_csv(log) if text else []

@@ -104,14 +104,22 @@ def usable(ncu: str | None = None) -> tuple[bool, str]:
     return True, path
 
 
+def _require(asked: list, got: dict, res: dict) -> None:
+    """A metric asked for but absent from ncu's table is an error, not a blank in the panel."""
+    missing = [m for m in asked if m not in got]
+    if missing:
+        raise RuntimeError(f"ncu did not report {missing} (rc={res['returncode']}): "
+                           f"{(res['stderr'] or res['stdout'])[-1000:]}")
+
+
 def profile(key: str, params: dict | None = None, shape=(4096, 4096, 4096), ncu: str | None = None,
             metrics: list | None = None) -> dict:
     """Profile one launch of ``key`` live. Returns {"key", "params", "shape", "kernel",
     "metrics" (raw), "panel", "command", "source": "live", "where"}.
 
     Raises RuntimeError (with the end of ncu's output) when ncu profiled
-    nothing: no permission to read the counters (ERR_NVGPUCTRPERM), an
-    unknown metric, a failed child."""
+    nothing (no permission to read the counters, ERR_NVGPUCTRPERM; a failed
+    child) or did not report a metric it was asked for (an unknown name)."""
     ok, path = usable(ncu)
     if not ok:
         raise RuntimeError(f"cannot profile: {path}")
@@ -121,6 +129,7 @@ def profile(key: str, params: dict | None = None, shape=(4096, 4096, 4096), ncu:
         raise RuntimeError(f"ncu profiled nothing (rc={res['returncode']}): "
                            f"{(res['stderr'] or res['stdout'])[-1500:]}")
     L = res["launches"][0]
+    _require(METRICS if metrics is None else metrics, L["metrics"], res)
     spec = catalog.get(key)
     return {"key": key, "params": spec.params(**(params or {})), "shape": list(shape), "kernel": L["kernel"],
             "metrics": L["metrics"], "panel": diagnosis.panel(L["metrics"]), "command": res["command"],
@@ -152,6 +161,7 @@ def profile_many(items: list, ncu: str | None = None, metrics: list | None = Non
     for it, L in zip(items, res["launches"]):
         if L["kernel"].split("(")[0] != catalog.get(it["key"]).entry:
             raise RuntimeError(f"launch order: expected {catalog.get(it['key']).entry}, ncu saw {L['kernel']}")
+        _require(METRICS if metrics is None else metrics, L["metrics"], res)
         m = {k: v for k, v in L["metrics"].items() if isinstance(v, float)}
         runs.append({**it, "kernel": L["kernel"], "grid": L["grid"], "block": L["block"], "metrics": m,
                      "panel": diagnosis.panel(m), "source": "live", "where": where})
