@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from helpers.figures import profiling as prof_fig, show
 from helpers.models import diagnosis
-from helpers.runtime import catalog, gpu, panels, roofline
+from helpers.runtime import catalog, launch, panels, roofline
 
 from .common import HEADLINE, running
 
@@ -41,11 +41,10 @@ HEAVEN_STEPS = {**diagnosis.HEAVEN_STEPS, 8: {"tune"}}
 
 def plan(shape=SHAPE) -> list:
     """The headline kernel of every heaven (default parameters) that this GPU can run
-    (all of them in recorded mode)."""
-    cc = gpu.capability()
+    (:func:`helpers.runtime.launch.unable`; all of them in recorded mode)."""
     return [{"heaven": h, "key": k, "params": catalog.get(k).params(), "shape": list(shape)}
             for h, k in sorted(HEADLINE.items())
-            if k in catalog.KERNELS and (cc is None or catalog.get(k).runs_on(cc))]
+            if k in catalog.KERNELS and launch.unable(catalog.get(k)) is None]
 
 
 def panels_now(shape=SHAPE, live: bool | None = None) -> tuple[list, str]:
@@ -78,6 +77,8 @@ def profile_one(key: str, shape=SHAPE) -> dict:
     usable ncu, show the recorded panel of ``key`` and the command that recorded it,
     labelled. Returns the run."""
     ok, why = panels.usable()
+    if ok and launch.unable(catalog.get(key)):
+        ok, why = False, f"{key} cannot run on this GPU: {launch.unable(catalog.get(key))}"
     if ok:
         run = panels.profile(key, shape=shape)
         print("ncu ran (from the repository root):\n" + run["command"])
