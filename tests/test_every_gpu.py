@@ -12,8 +12,8 @@ import pytest
 
 import helpers  # noqa: F401  (fills the catalog)
 from helpers.chapters import common
-from helpers.figures import show
-from helpers.runtime import bench, catalog, gpu, launch
+from helpers.figures import show, sweep as sweep_fig
+from helpers.runtime import bench, catalog, gpu, launch, sweep
 
 # The chapters whose decisions are written out here (chapters 8 and 9 add theirs).
 MINE = (0, 1, 2, 3, 4, 5, 6, 7, 10)
@@ -103,7 +103,7 @@ def test_bench_labels_what_the_gpu_cannot_run(simulate, name):
         else:
             assert "needs" not in r["title"] and "unable" not in r, r
     if name == "t4":
-        assert "rows marked [needs ...] were recorded on NVIDIA H200" in bench.where(recs)
+        assert "rows marked [needs ...] (hatched bars) were recorded on NVIDIA H200" in bench.where(recs)
 
 
 def test_live_gpu_measures_what_it_can_and_labels_the_rest(simulate, monkeypatch):
@@ -162,3 +162,18 @@ def test_device_limits_follow_the_simulated_gpu(simulate):
     assert d["max_threads_per_sm"] == 1024 and d["smem_per_block_max"] == 65536 and d["smem_reserved_per_block"] == 0
     simulate("l4")
     assert launch.device_limits()["max_blocks_per_sm"] == 24
+
+
+def test_a_sweep_marks_the_bars_the_gpu_could_not_run(simulate):
+    """An L4 runs mma_sync's sweep points that fit its 99 KB of shared memory per block;
+    the others are recorded H200 numbers: hatched, and their hover text says so."""
+    simulate("l4")
+    recs = sweep.run("mma_sync_f16", (4096, 4096, 4096))
+    spec = catalog.get("mma_sync_f16")
+    big = [spec.smem(r["params"]) > 99 * 1024 for r in recs]
+    assert any(big) and not all(big)
+    assert [bool(r.get("unable")) for r in recs] == big
+    bar = sweep_fig.figure(recs).data[0]
+    assert [s == "/" for s in bar.marker.pattern.shape] == big
+    for text, b in zip(bar.hovertext, big):
+        assert ("recorded on NVIDIA H200 (needs" in text) == b, text

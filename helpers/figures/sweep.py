@@ -22,7 +22,8 @@ def _label(params: dict, names) -> str:
 def figure(recs: list, names=None, title: str = ""):
     """Bars of a sweep (one per configuration), with a Plotly slider that
     highlights one bar and shows its numbers. Records with no value are shown
-    as empty bars labelled 'not recorded'."""
+    as empty bars labelled 'not recorded'; records of configurations this GPU cannot
+    run (``unable``, :mod:`helpers.runtime.bench`) are hatched and say where they were recorded."""
 
     if not recs:
         raise ValueError("recs=[]: nothing to draw")
@@ -34,8 +35,10 @@ def figure(recs: list, names=None, title: str = ""):
 
     def info(r):
         if r["value"] is None:
-            return "not recorded"
+            return "not recorded" + (f" ({r['unable']})" if r.get("unable") else "")
         s = f"{r['value']:.2f} {unit} = {r['ratio']:.3f} x {ref}"
+        if r.get("unable"):          # this GPU cannot run it: a recorded number, said on the bar
+            s = f"recorded on {r.get('gpu') or 'the recorded GPU'} ({r['unable']}): {s}"
         res = r.get("resources")
         if res:
             s += (f"; {res['registers']} regs, {res['smem_static'] + res.get('smem_dynamic', 0)} B smem, "
@@ -48,6 +51,7 @@ def figure(recs: list, names=None, title: str = ""):
     wh = where(recs)
     head = lambda i: (f"{title}: {labels[i]} -> {info(recs[i])}<br><sup>{wh}</sup>")
     fig = go.Figure(go.Bar(x=labels, y=vals, marker_color=colors(best),
+                           marker_pattern_shape=["/" if r.get("unable") else "" for r in recs],
                            hovertext=[info(r) for r in recs], hoverinfo="x+text"))
     steps = [dict(method="update", label=labels[i],
                   args=[{"marker.color": [colors(i)]}, {"title.text": head(i)}, [0]]) for i in range(len(recs))]

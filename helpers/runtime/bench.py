@@ -50,7 +50,8 @@ def _unable(spec, p, dtype, shape, why, metric="TFLOP/s", reference="cuBLAS"):
     """The recorded record of a kernel this GPU cannot run, labelled with why."""
     r = _recorded(spec, p, dtype, shape, metric, reference)
     gpu_name = results.load().get("provenance", {}).get("gpu", "the recorded GPU")
-    return {**r, "title": f"{spec.title} [{why}: recorded on {gpu_name}]", "note": why, "unable": why}
+    return {**r, "title": f"{spec.title} [{why}: recorded on {gpu_name}]", "note": why, "unable": why,
+            "gpu": gpu_name}
 
 
 def _split(cfgs, measure, dtype, shape, metric, reference, *args):
@@ -165,6 +166,6 @@ def where(recs: list) -> str:
     w = results.where(live)
     if any(r.get("unable") for r in recs):
         prov = results.load().get("provenance", {})
-        w += (f"; rows marked [needs ...] were recorded on {prov.get('gpu', 'the recorded GPU')} "
+        w += (f"; rows marked [needs ...] (hatched bars) were recorded on {prov.get('gpu', 'the recorded GPU')} "
               f"({prov.get('date', '?')}): this GPU cannot run them")
     return w
