@@ -10,7 +10,8 @@
 #        nbval      pytest --nbval-lax book/ live, twice with one fresh CuPy cache: the second
 #                   run must compile nothing (same number of cached modules)
 #        sanitize   compute-sanitizer memcheck and racecheck over every kernel (small shapes)
-#        ncu        Nsight Compute counters: banks and ldmatrix (model vs hardware), the Hopper ladder
+#        ncu        Nsight Compute counters: banks and ldmatrix (model vs hardware), the Hopper ladder,
+#                   every heaven's panel (chapter 8)
 #        record     results/<gpu>.json (scripts/record_results.py)
 # Logs go to $OUT (default ./gpu-logs); the last lines printed are a summary.
 set -u
@@ -69,7 +70,7 @@ if step sanitize; then
 fi
 
 if step ncu; then
-  for s in scripts/ncu_banks.py scripts/ncu_ldmatrix.py scripts/ncu_hopper.py; do
+  for s in scripts/ncu_banks.py scripts/ncu_ldmatrix.py scripts/ncu_hopper.py scripts/ncu_panels.py; do
     [ -f "$s" ] || continue
     b=$(basename "$s" .py)
     run "$b" $PY "$s" --out "$OUT/$b.json"
