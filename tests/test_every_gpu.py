@@ -177,3 +177,16 @@ def test_a_sweep_marks_the_bars_the_gpu_could_not_run(simulate):
     assert [s == "/" for s in bar.marker.pattern.shape] == big
     for text, b in zip(bar.hovertext, big):
         assert ("recorded on NVIDIA H200 (needs" in text) == b, text
+
+
+def test_live_roofline_leaves_out_numbers_recorded_on_another_gpu(simulate):
+    from helpers.figures import roofline as roofline_fig
+    simulate("t4")
+    recs = bench.gemm(["warptile", "cp_async"])
+    ceil = {"copy_GBps": 300.0, "cublas_TFLOPs": {"float32": 8.0}, "source": "live", "where": "measured live"}
+    fig = roofline_fig.figure(recs, ceil)
+    names = [t.name or "" for t in fig.data]
+    assert not any("cp.async" in n for n in names) and any(n.startswith("warp tiling") for n in names)
+    assert "left out, recorded on another GPU" in fig.layout.title.text and "cp_async" in fig.layout.title.text
+    recorded = roofline_fig.figure(recs, {**ceil, "source": "recorded"})      # H200 roofs: both kernels drawn
+    assert any("cp.async" in (t.name or "") for t in recorded.data)

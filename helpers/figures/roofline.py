@@ -69,8 +69,11 @@ def figure(recs: list, ceil: dict, title: str = "Roofline"):
             fig.add_trace(go.Scatter(x=[intensity_min(4096, 4096, 4096, isz, isz)], y=[v], mode="markers",
                                      name=f"cuBLAS {dt}, 4096^3", marker=dict(symbol="star", size=13),
                                      hovertemplate=f"cuBLAS {dt} 4096^3: {v} TFLOP/s<extra></extra>"))
+    # Live roofs are this GPU's: a number recorded on another GPU (a kernel this one cannot
+    # run) does not belong under them, so it is left out and the title says so.
+    away = [r for r in recs if r.get("unable") and ceil.get("source") == "live"]
     for r in recs:
-        if r.get("value") is None or r.get("metric") != "TFLOP/s":
+        if r.get("value") is None or r.get("metric") != "TFLOP/s" or r in away:
             continue
         shape = r["shape"]
         isz = 2 if r["dtype"] in ("float16", "bfloat16") else 4
@@ -88,6 +91,9 @@ def figure(recs: list, ceil: dict, title: str = "Roofline"):
                        hover + f"<br>minimal intensity: {i_min:.1f} FLOP/B"][-len(xs_k):],
             hoverinfo="text"))
     where = ceil.get("where", "")
+    if away:
+        where += (f"; left out, recorded on another GPU (this one cannot run them): "
+                  + ", ".join(r["kernel"] for r in away))
     fig.update_layout(
         title=dict(text=f"{title}<br><sup>{where}</sup>", x=0.01),
         xaxis=dict(type="log", title="arithmetic intensity (FLOP/byte)"),
