@@ -35,6 +35,7 @@ models/    pure Python/NumPy models of what the kernels do (no runtime, no Plotl
     anyshape             waves, split-K and stream-K models, the any-shape dispatcher's rules
     hopper               TMA swizzle, wgmma descriptors, accumulator layout, mbarrier ring of chapter 10
     diagnosis            Nsight Compute panel -> bottleneck -> next step (seed 000 §5.2's decision table)
+    tuning               the autotuner's space and cost model (waves x reuse x latency hiding), Spearman
 runtime/   compile, check, launch, verify, time, record (no chapter knowledge, no Plotly)
     gpu                  is there a GPU (live mode) or not (recorded mode); its spec sheet
     compile              build kernels/*.cu with NVRTC (cached), or check them with nvcc; SASS counts
@@ -52,6 +53,7 @@ runtime/   compile, check, launch, verify, time, record (no chapter knowledge, n
     probes               the PROBE ladder of chapter 7, with clock and power sampling
     tma                  TMA tensor-map descriptors (cuda.bindings, ctypes fallback) for chapter 10
     panels               chapter 8's Nsight Compute panel of one launch: profiled live, or recorded
+    tune                 the autotuner: prune by the catalog's rules, rank (nvcc registers), compile, time
 """
 from . import chapters  # noqa: F401  (registers every chapter's kernels in runtime.catalog)
 from .colab import setup  # noqa: F401,E402  (helpers.setup(): the first cell of every notebook)
