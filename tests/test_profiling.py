@@ -194,3 +194,25 @@ def test_figures_draw_every_heaven():
     fig = prof_fig.roofline_measured(recs, ceil, RUNS)
     drawn = [t for t in fig.data if t.name and t.name.split(":")[0].isdigit()]
     assert len(drawn) == len(RUNS) and all(t.x[0] < t.x[1] for t in drawn)   # measured left of minimal
+
+
+@needs_recording
+def test_every_chapters_roofline_places_the_headline_kernels_at_measured_traffic(monkeypatch):
+    from helpers.chapters import common
+    from helpers.figures import roofline as roofline_fig
+    from helpers.runtime import gpu
+    m = common.measured_intensities()
+    assert "recorded on NVIDIA H200" in m["where"]
+    recs = common.running(upto=7)
+    assert all((r["kernel"], tuple(r["shape"])) in m for r in recs)
+    fig = roofline_fig.figure(recs, {"copy_GBps": 4000.0, "cublas_TFLOPs": {"float32": 50.0}}, measured=m)
+    kernels = [t for t in fig.data if t.mode == "lines+markers"]
+    assert len(kernels) == len(recs) and all("diamond" in t.marker.symbol for t in kernels)
+    assert all(list(t.x) == sorted(t.x) for t in kernels)
+    assert any("measured DRAM traffic" in a.text for a in fig.layout.annotations)
+    plain = roofline_fig.figure(recs, {"copy_GBps": 4000.0, "cublas_TFLOPs": {"float32": 50.0}})
+    assert not any("diamond" in t.marker.symbol for t in plain.data if t.mode == "lines+markers")
+    # live on another GPU: the H200's bytes do not go under that GPU's numbers
+    monkeypatch.setattr(gpu, "live", lambda: True)
+    monkeypatch.setattr(gpu, "device_info", lambda: {"name": "NVIDIA A100"})
+    assert common.measured_intensities() == {}

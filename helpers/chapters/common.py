@@ -8,8 +8,9 @@ import ipywidgets as w
 from IPython.display import display
 
 from helpers.figures import records, roofline as roofline_fig, show, sweep as sweep_fig
+from helpers.models import diagnosis
 from helpers.models.raster import cdiv
-from helpers.runtime import bench, catalog, gpu, launch, results, roofline, sweep
+from helpers.runtime import bench, catalog, gpu, launch, panels, results, roofline, sweep
 from helpers.runtime.checks import multiple_of
 
 SMEM_OPTIN_SM90 = 232448      # bytes: the per-block opt-in limit of an H100/H200 (227 KB)
@@ -172,10 +173,24 @@ def show_running(recs: list) -> None:
                f"The heavens so far at 4096^3, each against cuBLAS of its dtype in the same run. {wh[0].upper() + wh[1:]}.")
 
 
-def show_roofline(recs: list, title: str = "Roofline") -> dict:
-    """Measure (or read) this GPU's ceilings and display the roofline with ``recs`` on it; returns the ceilings."""
+def measured_intensities() -> dict:
+    """{(kernel, (M, N, K)): 2MNK / DRAM bytes} of the Nsight Compute panels recorded for
+    chapter 8 (:func:`helpers.runtime.panels.recorded`), with "where" they were recorded;
+    {} when none are, or when this is a live run on another GPU than the recording's."""
+    runs, doc, where = panels.recorded()
+    if doc and gpu.live() and gpu.device_info()["name"] != doc.get("provenance", {}).get("gpu"):
+        return {}
+    out = {(r["key"], tuple(r["shape"])): diagnosis.measured_intensity(r["shape"], r["panel"]["dram_read"],
+                                                                       r["panel"]["dram_write"]) for r in runs}
+    return {**{k: v for k, v in out.items() if v}, "where": "Nsight Compute, " + where} if doc else {}
+
+
+def show_roofline(recs: list, title: str = "Roofline", measured: bool = True) -> dict:
+    """Measure (or read) this GPU's ceilings and display the roofline with ``recs`` on it; returns the ceilings.
+    ``measured``: also place each record that has a recorded Nsight Compute panel at its measured
+    DRAM traffic (:func:`measured_intensities`)."""
     ceil = roofline.ceilings()
-    show.figure(roofline_fig.figure(recs, ceil, title=title))
+    show.figure(roofline_fig.figure(recs, ceil, title=title, measured=measured_intensities() if measured else None))
     return ceil
 
 

@@ -31,8 +31,13 @@ def show_ceilings(ceil: dict) -> None:
     show.table(rows, ["ceiling", "value", "unit"], f"Ceilings of this GPU, {ceil.get('where', '')}.")
 
 
-def figure(recs: list, ceil: dict, title: str = "Roofline"):
+def figure(recs: list, ceil: dict, title: str = "Roofline", measured: dict | None = None):
     """A log-log roofline (plotly Figure) with the measured roofs and each kernel.
+
+    ``measured``: {(kernel key, (M, N, K)): FLOP per byte of the DRAM traffic Nsight
+    Compute counted} plus the key "where" (where those bytes were counted): a record
+    found there is also drawn at that intensity (a diamond), and a note under the
+    plot says what the three markers mean (chapter 8, the roofline at measured traffic).
 
     Each GEMM record is drawn at the intensity its loads request (filled
     marker, when the catalog has a traffic model) and at the minimal intensity
@@ -72,6 +77,7 @@ def figure(recs: list, ceil: dict, title: str = "Roofline"):
     # Live roofs are this GPU's: a number recorded on another GPU (a kernel this one cannot
     # run) does not belong under them, so it is left out and the title says so.
     away = [r for r in recs if r.get("unable") and ceil.get("source") == "live"]
+    drawn_measured = False
     for r in recs:
         if r.get("value") is None or r.get("metric") != "TFLOP/s" or r in away:
             continue
@@ -82,14 +88,18 @@ def figure(recs: list, ceil: dict, title: str = "Roofline"):
         label = r.get("title", r["kernel"])
         hover = (f"{label}<br>{r['value']:.2f} TFLOP/s, {r['ratio']:.3f} of cuBLAS"
                  f"<br>params {r['params']}<br>shape {shape}")
-        xs_k = [i_k, i_min] if i_k else [i_min]
+        i_m = (measured or {}).get((r["kernel"], tuple(shape)))
+        pts = ([(i_m, "diamond", 12, f"<br>measured intensity (DRAM bytes counted by ncu): {i_m:.1f} FLOP/B")]
+               if i_m else [])
+        pts += [(i_k, "circle", 11, f"<br>intensity requested by its loads: {i_k:.2f} FLOP/B")] if i_k else []
+        pts += [(i_min, "circle-open", 9, f"<br>minimal intensity: {i_min:.1f} FLOP/B")]
+        pts.sort(key=lambda t: t[0])
         fig.add_trace(go.Scatter(
-            x=xs_k, y=[r["value"]] * len(xs_k), mode="lines+markers", name=label,
+            x=[x for x, *_ in pts], y=[r["value"]] * len(pts), mode="lines+markers", name=label,
             line=dict(dash="dot", width=1),
-            marker=dict(size=[11, 9][:len(xs_k)], symbol=(["circle", "circle-open"] if i_k else ["circle-open"])),
-            hovertext=[hover + (f"<br>intensity requested by its loads: {i_k:.2f} FLOP/B" if i_k else ""),
-                       hover + f"<br>minimal intensity: {i_min:.1f} FLOP/B"][-len(xs_k):],
-            hoverinfo="text"))
+            marker=dict(size=[z for _, _, z, _ in pts], symbol=[m for _, m, _, _ in pts]),
+            hovertext=[hover + h for *_, h in pts], hoverinfo="text"))
+        drawn_measured = drawn_measured or bool(i_m)
     where = ceil.get("where", "")
     if away:
         where += (f"; left out, recorded on another GPU (this one cannot run them): "
@@ -99,4 +109,9 @@ def figure(recs: list, ceil: dict, title: str = "Roofline"):
         xaxis=dict(type="log", title="arithmetic intensity (FLOP/byte)"),
         yaxis=dict(type="log", title="TFLOP/s"),
         height=480, legend=dict(font=dict(size=10)), margin=dict(l=60, r=20, t=70, b=50))
+    if drawn_measured:
+        fig.add_annotation(xref="paper", yref="paper", x=0, y=-0.2, showarrow=False, xanchor="left",
+                           font=dict(size=10), text="diamond: measured DRAM traffic (" + measured.get("where", "?")
+                           + "); filled circle: what the loads request; hollow: minimal traffic")
+        fig.update_layout(height=510, margin=dict(b=80))
     return fig
