@@ -1,11 +1,17 @@
-"""Layer 2: every kernel configuration the book ships compiles with nvcc for
-sm_80 and sm_90, with no local-memory spills and within the shared-memory
-limit. Needs nvcc but no GPU; skipped (with the reason) when nvcc is absent.
+"""Layer 2: every kernel configuration the book ships compiles with nvcc for every
+architecture its catalog entry claims (``Kernel.runs_on``: sm_75, sm_80, sm_86, sm_89 and
+sm_90, or sm_90a alone for the Hopper kernels), with no local-memory spills and within
+that architecture's shared-memory limit. Needs nvcc but no GPU; skipped (with the
+reason) when nvcc is absent.
 
 A configuration is the catalog entry's defaults plus each point of its
 recorded sweep (``Kernel.configs()``). Entries marked as pitfalls (the
 ``__launch_bounds__`` demonstration) are expected to spill, and the test
-checks that they do.
+checks that they do. A configuration that needs more shared memory per block than an
+architecture allows is skipped there (the catalog refuses it on such a GPU:
+``helpers.runtime.launch.unable``); so is an architecture below a kernel's ``min_cc`` (a
+GPU of that architecture shows the recorded numbers: tests/test_every_gpu.py). With CUDA
+13's nvcc this is about 900 builds, 15 minutes on two cores.
 
 The nvcc runs are independent: a module fixture starts them all at once on
 every core (``helpers.runtime.compile.nvcc_check`` caches each result), and
@@ -18,12 +24,26 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from helpers.models.occupancy import DEVICE_LIMITS
 from helpers.runtime import catalog, compile as kc
 
 NVCC = kc.nvcc_path()
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc not found (PATH, $CUDA_PATH/bin, /usr/local/cuda/bin): "
                                                      "compile checks need the CUDA toolkit's compiler")
-SMEM_LIMIT = {"sm_80": 166912, "sm_90": 232448, "sm_90a": 232448}   # per-block opt-in maximum (bytes), CUDA Programming Guide table
+# Every architecture a kernel may claim (CUDA 13's nvcc still builds sm_75: `nvcc --list-gpu-arch`).
+ARCHS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
+# per-block opt-in maximum (bytes), CUDA Programming Guide table (helpers.models.occupancy)
+SMEM_LIMIT = {**{a: DEVICE_LIMITS[a]["smem_per_block_max"] for a in ARCHS}, "sm_90a": DEVICE_LIMITS["sm_90"]["smem_per_block_max"]}
+
+
+def _cc(arch: str) -> tuple:
+    return int(arch[3]), int(arch[4])
+
+
+def _claims(spec) -> tuple:
+    """The architectures ``spec`` claims to run on: sm_90a alone for arch-specific code."""
+    return ("sm_90a",) if spec.arch_specific else tuple(a for a in ARCHS if spec.runs_on(_cc(a)))
+
 
 CASES = [(key, i, p) for key, spec in catalog.KERNELS.items() for i, p in enumerate(spec.configs())]
 
@@ -31,7 +51,7 @@ CASES = [(key, i, p) for key, spec in catalog.KERNELS.items() for i, p in enumer
 def _jobs():
     for key, i, p in CASES:
         spec = catalog.get(key)
-        for arch in (("sm_90a",) if spec.arch_specific else ("sm_80", "sm_90")):
+        for arch in _claims(spec):
             if spec.smem(p) <= SMEM_LIMIT[arch]:
                 yield spec.file, spec.entry, spec.defines(p), arch
     for key, spec in catalog.KERNELS.items():
@@ -56,14 +76,18 @@ def _spills_on_purpose(spec) -> bool:
     return "launch_bounds" in spec.key or "spill" in spec.title.lower()
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("key,i,params", CASES, ids=[f"{k}-{i}" for k, i, _ in CASES])
 def test_nvcc_compiles_without_spills(key, i, params, arch):
     spec = catalog.get(key)
     if spec.arch_specific:             # sm_90a machine code (chapter 10): one target, checked once
         if arch != "sm_90":
+            assert not spec.runs_on(_cc(arch)), f"{key} is {spec.needs()} but claims {arch}"
             pytest.skip(f"{key} is {spec.needs()}: compiled for that target only")
         arch = "sm_90a"
+    elif arch not in _claims(spec):
+        pytest.skip(f"{key} needs {spec.needs()}: it claims no {arch} (a GPU of that architecture shows "
+                    "its recorded numbers)")
     if spec.smem(params) > SMEM_LIMIT[arch]:
         pytest.skip(f"{key} {params} needs {spec.smem(params)} B of shared memory, more than {arch} allows "
                     f"({SMEM_LIMIT[arch]}); the catalog refuses it at launch there")
