@@ -5,7 +5,7 @@ Usage (on a GPU): ``python scripts/tune.py [--kernels cp_async mma_sync_f16 mma_
 
 For each kernel: every combination of its slider choices is pruned by the catalog's rules
 (this GPU's shared-memory limit included), ranked by helpers.models.tuning's cost model
-with registers from nvcc (the head of an estimate's order when the space is too large),
+(with chapter 7's ldmatrix bank model for mma_sync) with registers from nvcc (the head of an estimate's order when the space is too large),
 then the top ``--top`` plus a seeded random ``--sample`` of the rest are compiled in
 parallel and timed against cuBLAS in the same run (helpers.runtime.tune.tune). Writes
 one document per kernel, with provenance, the timed configurations, the winner and the
@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import helpers  # noqa: E402,F401  (fills the catalog)
+from helpers.chapters.ch08_profiling import TUNE_SHARED_EFF  # noqa: E402
 from helpers.runtime import gpu, tune  # noqa: E402
 
 
@@ -35,7 +36,8 @@ def main(argv=None) -> int:
         return 1
     docs = []
     for key in a.kernels:
-        doc = tune.tune(key, tuple(a.shape), top=a.top, sample=a.sample, seed=a.seed)
+        doc = tune.tune(key, tuple(a.shape), top=a.top, sample=a.sample, seed=a.seed,
+                        shared_eff=TUNE_SHARED_EFF.get(key))
         b = doc["best"]
         print(f"{key}: {doc['space']} configurations, {doc['refused']} refused by the rules, {doc['ranked']} ranked, "
               f"{len(doc['timed'])} timed; best {b['value']:.1f} TFLOP/s = {b['ratio']:.3f} x cuBLAS {b['params']}; "

@@ -15,7 +15,7 @@ that the list is exactly the set of disagreements in the recorded counters.
 from __future__ import annotations
 
 from helpers.figures import profiling as prof_fig, show
-from helpers.models import diagnosis
+from helpers.models import diagnosis, tuning
 from helpers.runtime import catalog, launch, panels, roofline
 
 from .common import HEADLINE, running
@@ -35,6 +35,8 @@ EXCUSES = {
        "instead of 128 x 128), which halves the L2 traffic per FLOP: the diagnosis names what that "
        "larger tile does, not what the chapter is about.",
 }
+# Bank models the autotuner multiplies in (helpers.runtime.tune.rank's shared_eff), per kernel.
+TUNE_SHARED_EFF = {"mma_sync_f16": tuning.ldmatrix_efficiency, "mma_sync_bf16": tuning.ldmatrix_efficiency}
 # The step heaven 8 itself takes: tune the configuration with the profiler's help.
 HEAVEN_STEPS = {**diagnosis.HEAVEN_STEPS, 8: {"tune"}}
 

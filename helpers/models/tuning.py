@@ -19,7 +19,9 @@ configuration's throughput is the product of three fractions,
   (peak math rate over L2 bandwidth: a machine constant, a lead from data sheets);
 * **hiding**: ``min(1, in_flight / W_NEED)``, with ``in_flight`` = resident warps
   per SM x (stages - 1) / 4, the copy batches each SM sub-partition has in
-  flight while it computes; :data:`W_NEED` of them cover the load latency.
+  flight while it computes; :data:`W_NEED` of them cover the load latency;
+* and, where the kernel has a bank model, **shared**: ideal over predicted
+  shared-memory wavefronts (chapter 7's ldmatrix model for ``mma_sync``).
 
 Configurations whose compiled kernel spills registers, or whose occupancy is
 zero, are not ranked at all.
@@ -29,6 +31,7 @@ from __future__ import annotations
 import itertools
 import math
 
+from .mma_sync import predict_ncu_mma_sync
 from .occupancy import occupancy
 from .raster import cdiv
 
@@ -67,9 +70,21 @@ def estimate_registers(p: dict, threads: int) -> int:
     return min(255, p["BM"] * p["BN"] // max(threads, 1) + 64)
 
 
+def ldmatrix_efficiency(p: dict, shape) -> float:
+    """Ideal over predicted ldmatrix wavefronts of ``gemm_mma_sync`` (chapter 7's bank model,
+    :func:`helpers.models.mma_sync.predict_ncu_mma_sync`; ``p``: every -D value): 1 with the
+    swizzle, 1/8 for the plain layout's 8-way conflicts."""
+    d = predict_ncu_mma_sync(p, tuple(shape))
+    w = d["sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum"]
+    return (w - d["sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum"]) / w if w else 1.0
+
+
 def score(f: dict, i_need: float) -> float:
-    """The predicted fraction (0-1] of the kernel's best throughput: waves x reuse x hiding."""
-    return f["wave_eff"] * min(1.0, f["i_block"] / i_need) * min(1.0, f["in_flight"] / W_NEED)
+    """The predicted fraction (0-1] of the kernel's best throughput: waves x reuse x hiding,
+    times ``f["shared_eff"]`` when the features carry one (ideal / predicted shared-memory
+    wavefronts from a bank model: 1 without conflicts)."""
+    return (f["wave_eff"] * min(1.0, f["i_block"] / i_need) * min(1.0, f["in_flight"] / W_NEED)
+            * f.get("shared_eff", 1.0))
 
 
 def rank(items: list, i_need: float) -> list:

@@ -90,9 +90,11 @@ def resources(key: str, configs: list, arch: str = "sm_90", jobs: int | None = N
 
 
 def rank(key: str, configs: list, shape=(4096, 4096, 4096), arch: str = "sm_90", sms: int | None = None,
-         limits: dict | None = None, res: list | None = None) -> list:
+         limits: dict | None = None, res: list | None = None, shared_eff=None) -> list:
     """The configurations as {"params", "registers", "features", "score"}, best first.
-    Spilling or unbuildable ones are left out. ``res``: precomputed :func:`resources`."""
+    Spilling or unbuildable ones are left out. ``res``: precomputed :func:`resources`.
+    ``shared_eff``: optional function (params, shape) -> ideal / predicted shared-memory
+    wavefronts (a kernel's bank model), added to the features."""
     spec = catalog.get(key)
     limits = limits or launch.device_limits(arch)
     if sms is None:
@@ -109,18 +111,20 @@ def rank(key: str, configs: list, shape=(4096, 4096, 4096), arch: str = "sm_90",
                                 in_bytes=in_bytes, sms=sms, limits=limits)
         except ValueError:
             continue
+        if shared_eff is not None:
+            f["shared_eff"] = shared_eff(spec.full(p), tuple(shape))
         items.append({"params": p, "registers": r["registers"], "features": f})
     return tuning.rank(items, I_NEED[spec.dtype])
 
 
 def pre_rank(key: str, configs: list, shape=(4096, 4096, 4096), arch: str = "sm_90", sms: int = 132,
-             limits: dict | None = None) -> list:
+             limits: dict | None = None, shared_eff=None) -> list:
     """:func:`rank` with estimated registers (:func:`helpers.models.tuning.estimate_registers`)
     instead of nvcc's: orders a space too large to compile-check (tens of thousands of FP32
     warp-tile configurations) so that only its head goes through nvcc."""
     spec = catalog.get(key)
     res = [{"registers": tuning.estimate_registers(p, spec.threads(p)), "spills": 0} for p in configs]
-    return rank(key, configs, shape, arch, sms, limits, res)
+    return rank(key, configs, shape, arch, sms, limits, res, shared_eff)
 
 
 def pick(ranked: list, top: int, sample: int, seed: int = 0) -> list:
@@ -130,7 +134,7 @@ def pick(ranked: list, top: int, sample: int, seed: int = 0) -> list:
 
 
 def tune(key: str, shape=(4096, 4096, 4096), top: int = 16, sample: int = 8, seed: int = 0,
-         progress: bool = True, head: int = 96) -> dict:
+         progress: bool = True, head: int = 96, shared_eff=None) -> dict:
     """Rank (the ``head`` best by estimated registers, when the space is larger, then by nvcc's
     counts), then time the picked configurations live (needs a GPU); returns the tuning document:
     {"provenance", "kernel", "shape", "space", "refused", "ranked", "timed": [{"params", "score",
@@ -141,9 +145,9 @@ def tune(key: str, shape=(4096, 4096, 4096), top: int = 16, sample: int = 8, see
     arch = f"sm_{info['cc'][0]}{info['cc'][1]}"
     ok, refused = candidates(key, shape)
     if len(ok) > head:       # too many to compile-check: keep the head of the estimate's order
-        ok = [it["params"] for it in pre_rank(key, ok, shape, arch, info["sms"])[:head]]
+        ok = [it["params"] for it in pre_rank(key, ok, shape, arch, info["sms"], shared_eff=shared_eff)[:head]]
     ranked = rank(key, ok, shape, arch=arch, sms=info["sms"],
-                  res=resources(key, ok, arch, progress=progress))
+                  res=resources(key, ok, arch, progress=progress), shared_eff=shared_eff)
     chosen = pick(ranked, top, sample, seed)
     spec = catalog.get(key)
     _pool_map(_build, [(spec.file, spec.entry, spec.defines(it["params"]), tuple(spec.compile_options))
