@@ -46,11 +46,11 @@ SANITIZE = [((35, 79, 19), (0, 0, 0)), ((129, 131, 67), (1, 1, 1)), ((130, 264, 
             ((300, 520, 264), (0, 0, 0))]
 
 
-def sanitize_small() -> int:
+def sanitize_small(dtypes) -> int:
     """Every strategy the GPU runs, once, on small odd shapes (the last one has 2 x 3 tiles,
     so stream-K shares tiles between blocks); prints one line per shape."""
     names = [s for s in ch.STRATEGIES if ch.can_run(s) is None]
-    for dt in ("float16", "bfloat16"):
+    for dt in dtypes:
         for shape, offs in SANITIZE:
             recs = ch.measure(names, shape, dt, offs, check_only=True)
             print(dt, shape, offs, "max rel_err", max(r["rel_err"] for r in recs if r.get("rel_err") is not None),
@@ -63,11 +63,12 @@ def main() -> int:
     ap.add_argument("--sections", nargs="*", default=list(SECTIONS), choices=list(SECTIONS))
     ap.add_argument("--out", default=None, help="default: results/<gpu slug>-anyshape.json")
     ap.add_argument("--sanitize-small", action="store_true")
+    ap.add_argument("--dtypes", nargs="*", default=["float16", "bfloat16"], help="for --sanitize-small")
     a = ap.parse_args()
     if not ch.live_here():
         sys.exit(f"record_anyshape.py needs an sm_80+ GPU ({ch.can_run('dp')})")
     if a.sanitize_small:
-        return sanitize_small()
+        return sanitize_small(a.dtypes)
     prov = results.provenance()
     out = Path(a.out or results.RESULTS_DIR / f"{gpu.slug(prov['gpu'])}-anyshape.json")
     doc = json.loads(out.read_text()) if out.is_file() else {}

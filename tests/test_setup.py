@@ -103,7 +103,7 @@ def test_summary_names_what_runs_here_without_a_gpu(monkeypatch):
 
 
 # Chapter 9 is written by others and gets its setup cell from them.
-NOTEBOOKS = sorted(p for p in (REPO / "book").glob("*.ipynb") if not p.name.startswith("09_"))
+NOTEBOOKS = sorted((REPO / "book").glob("*.ipynb"))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -405,14 +405,14 @@ CHECK_GRID = ([((1, 1, 1), (0, 0, 0)), ((35, 79, 19), (0, 0, 0)), ((100, 100, 10
                  ((4093, 4093, 4093), (1, 1, 1))])
 
 
-def check_grid(dtypes=("float16", "bfloat16"), strategies=None) -> list:
+def check_grid(dtypes=("float16", "bfloat16"), strategies=None, grid=None) -> list:
     """Every strategy on every shape of :data:`CHECK_GRID`, checked against float64 (no
     timing). Live only; returns one row per (dtype, shape, offsets): strategies passed and
     the largest relative error. A wrong result raises WrongResult."""
     strategies = strategies or [s for s in STRATEGIES if can_run(s) is None]
     rows = []
     for dt in dtypes:
-        for shape, offs in CHECK_GRID:
+        for shape, offs in (grid or CHECK_GRID):
             recs = measure(strategies, shape, dt, offs, check_only=True)
             ran = [r for r in recs if r.get("rel_err") is not None]
             rows.append({"dtype": dt, "M x N x K": " x ".join(map(str, shape)), "offsets (A, B, C)": str(offs),
@@ -601,8 +601,9 @@ def show_odd_shapes() -> list:
 
 
 def show_check_grid() -> None:
-    """The correctness grid (every strategy, every shape of :data:`CHECK_GRID`, both dtypes)."""
-    rows, where = _get("check_grid", check_grid)
+    """The correctness grid: live, every strategy on the shapes of :data:`CHECK_GRID` under
+    4000 (the 4093^3 cases are in the recorded grid and the GPU suite); recorded, all of it."""
+    rows, where = _get("check_grid", lambda: check_grid(grid=[c for c in CHECK_GRID if max(c[0]) < 4000]))
     if not rows:
         show.note(f"The correctness grid: {where}.", title="Correctness")
         return
@@ -610,31 +611,34 @@ def show_check_grid() -> None:
                f"{where}. A wrong result would have stopped the run.")
 
 
-def show_splitk(dtype: str = "float16") -> list:
-    """Split-K on the three skinny shapes: table, and the split-count model for the first."""
-    recs, where = _get(f"splitk_{dtype}", lambda: splitk_rows(dtype))
+def show_splitk(dtype: str = "float16", live: bool = True) -> list:
+    """Split-K on the three skinny shapes: table, and the split-count model for the first.
+    ``live=False`` shows the recorded rows even on a GPU (labelled as recorded)."""
+    recs, where = _get(f"splitk_{dtype}", lambda: splitk_rows(dtype)) if live else recorded(f"splitk_{dtype}")
     if not recs:
         show.note(f"Split-K: {where}.", title="Split-K")
         return []
     show.table(recs, {**_COLS, "splits": "splits", "over_no_split": "over no split"},
                f"Split-K, {dtype}; cuBLAS on the same shape, same run; {where}.")
     M, N, K = recs[0]["shape"]
-    sms = _sms() if live_here() else H200_SMS
+    sms = _sms() if (live and live_here()) else H200_SMS
     show.figure(fig.splitk_model_figure(M, N, K, sms, [r for r in recs if list(r["shape"]) == [M, N, K]
                                                         and r["params"]["strategy"] in ("splitk", "plan")], where))
     return recs
 
 
 def show_reproducibility() -> None:
-    rows, where = _get("reproducibility", reproducibility)
+    """Ten runs of each split-K reduction on the same inputs (live: fp16 on the first shape)."""
+    rows, where = _get("reproducibility", lambda: reproducibility(shapes=SPLITK_SHAPES[:1], dtypes=("float16",)))
     if not rows:
         show.note(f"Reproducibility: {where}.", title="Split-K")
         return
     show.table(rows, list(rows[0]), f"Ten runs of each reduction on the same inputs; {where}.")
 
 
-def show_streamk(dtype: str = "float16") -> list:
-    recs, where = _get(f"streamk_{dtype}", lambda: streamk_rows(dtype))
+def show_streamk(dtype: str = "float16", live: bool = True) -> list:
+    """Stream-K against data-parallel on the three shapes (``live=False``: the recorded rows)."""
+    recs, where = _get(f"streamk_{dtype}", lambda: streamk_rows(dtype)) if live else recorded(f"streamk_{dtype}")
     if not recs:
         show.note(f"Stream-K: {where}.", title="Stream-K")
         return []
