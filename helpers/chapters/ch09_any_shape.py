@@ -326,7 +326,8 @@ def _inputs(M: int, N: int, K: int, dtype: str, offsets=(0, 0, 0)):
 
 
 def _record(name, p, dtype, shape, offsets, **kw) -> dict:
-    return results.Record(chapter=9, kernel=f"any:{name}", title=p.name if p else name,
+    title = (f"auto: {p.name}" if name == "auto" else p.name) if p else name
+    return results.Record(chapter=9, kernel=f"any:{name}", title=title,
                           params={"strategy": name, "offsets": list(offsets)}, dtype=dtype, shape=list(shape),
                           metric="TFLOP/s", reference="cuBLAS", note=p.reason if p else kw.pop("note", None),
                           **{"value": None, "reference_value": None, "ratio": None, "rel_err": None, **kw}).as_dict()
