@@ -554,7 +554,7 @@ def zoo_row(recs: list) -> dict:
     best = min(others, key=lambda r: r["ms"])
     hop = next((r for r in recs if r["params"]["strategy"] == "hopper" and r.get("ms")), None)
     return {"M": auto["shape"][0], "N": auto["shape"][1], "K": auto["shape"][2], "dtype": auto["dtype"],
-            "plan": auto["title"], "reason": auto.get("note"), "ratio": auto["ratio"], "TFLOP/s": auto["value"],
+            "plan": auto["title"].removeprefix("auto: "), "reason": auto.get("note"), "ratio": auto["ratio"], "TFLOP/s": auto["value"],
             "cuBLAS TFLOP/s": auto["reference_value"], "best other": best["title"], "best other ratio": best["ratio"],
             "within 3% of best": auto["ms"] <= 1.03 * best["ms"],
             "hopper ratio": hop["ratio"] if hop else None, "records": recs}
