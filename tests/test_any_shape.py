@@ -63,8 +63,8 @@ def test_strategy_names_are_checked():
 
 def test_recorded_zoo_dispatcher_is_at_least_as_fast_on_90_percent():
     doc = results.artifact("anyshape")
-    if doc is None:
-        pytest.skip("results/h200-anyshape.json not recorded yet")
+    if doc is None or "zoo" not in doc:
+        pytest.skip("the zoo is not in results/h200-anyshape.json yet")
     rows = doc["zoo"]
     ok = sum(r["within 3% of best"] for r in rows)
     assert len(rows) >= 24 and ok >= 0.9 * len(rows), ch.zoo_summary(rows)
