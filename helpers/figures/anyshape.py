@@ -89,7 +89,7 @@ def wave_figure(data: dict, where: str):
     fig.add_trace(go.Scatter(x=x, y=[r["streamk_TFLOPs"] / peak for r in sw], mode="markers", name="stream-K hybrid",
                              marker=dict(size=9, symbol="diamond", color=GROUP_COLORS[2])), row=1, col=1)
     fig.update_xaxes(title_text=f"tiles of 128 x 256 ({sms} SMs: a wave)", row=1, col=1)
-    fig.update_yaxes(title_text="rate / best whole-wave rate", range=[0, 1.15], row=1, col=1)
+    fig.update_yaxes(title_text="rate / best whole-wave rate", rangemode="tozero", row=1, col=1)
     if ctl:
         b = [c["busy SMs"] for c in ctl]
         fig.add_trace(go.Scatter(x=b, y=[c["ms"] for c in ctl], mode="lines+markers", name="time of the wave (ms)",

@@ -33,6 +33,12 @@ REGS_SLOWDOWN = 3.3         # ALIGNED=0 build's time over the cp.async build's
 COPY_BPS = 4.2e12           # copy kernels, bytes read + written per second
 LAUNCH_S = 4e-6             # one extra kernel launch, seconds
 PROLOGUE_KTILES = 4         # pipeline fill + epilogue of one block, in k-tiles of work
+# Three thresholds read off the shape zoo recorded on the H200 (results/h200-anyshape.json,
+# first recording, 2026-12-01), where the time model above ranked plans wrongly because
+# each extra launch from Python costs ~15-25 us and dominates small problems:
+MIN_SPLIT_KTILES = 64       # split K only when there are at least 64 k-tiles (K >= 2048 at BK 32)
+MIN_STREAM_KTILES = 16      # stream-K only with at least 16 k-tiles per tile
+REGS_MAX_KTILES = 2         # loads through registers beat a repack only for K <= 64 in one wave
 
 
 def tiles(M: int, N: int, cfg: dict = CFG) -> int:
@@ -167,27 +173,34 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
     """The dispatcher's rules for C[M, N] = A[M, K] @ B[K, N] on ``sms`` SMs.
 
     ``aligned``: A and B are 16-byte aligned with K % 8 == 0 and N % 8 == 0 (the cp.async
-    build reads them directly; M, N, K tails are predicated). Otherwise the cheaper of
-    ``regs`` and ``repack`` by :func:`operands_time` (``padding`` is never cheaper in the
-    model: it copies more). Schedule: split-K when :func:`choose_splits` says s > 1
+    build reads them directly; M, N, K tails are predicated). Otherwise ``regs`` when K is
+    at most ``REGS_MAX_KTILES`` k-tiles and the tiles fit one wave, else ``repack``
+    (``padding`` copies more than a repack and never wins). Schedule: split-K when
+    :func:`choose_splits` says s > 1 and there are at least ``MIN_SPLIT_KTILES`` k-tiles
     (reduction "twopass" if ``deterministic``, else "atomic"), else stream-K when
-    :func:`streamk_policy` says so, else data-parallel. Raises ValueError for M, N, K < 1.
+    :func:`streamk_policy` says so and there are at least ``MIN_STREAM_KTILES`` k-tiles,
+    else data-parallel. Raises ValueError for M, N, K < 1.
     """
     for name, v in (("M", M), ("N", N), ("K", K), ("sms", sms)):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ValueError(f"{name}={v!r}: must be an integer >= 1")
     s, why_s = choose_splits(M, N, K, sms, cfg)
+    kt = cdiv(K, cfg["BK"])
+    if s > 1 and kt < MIN_SPLIT_KTILES:
+        s, why_s = 1, f"{kt} k-tiles (< {MIN_SPLIT_KTILES}): too short to split"
     if s > 1:
         sched = {"schedule": "splitk", "splits": s, "reduction": "twopass" if deterministic else "atomic"}
         why = why_s
     else:
         pol, why = streamk_policy(M, N, sms, cfg)
+        if pol != "dp" and kt < MIN_STREAM_KTILES:
+            pol, why = "dp", why.split(":")[0] + f", but only {kt} k-tiles per tile: data-parallel"
         sched = {"schedule": "dp"} if pol == "dp" else {"schedule": "streamk", "policy": pol}
     if aligned:
         ops, why_o = "direct", "aligned rows: cp.async reads A and B in place"
     else:
-        t = operands_time(M, N, K, sms, cfg, splits=s)
-        ops = "regs" if t["regs"] <= t["repack"] else "repack"
-        why_o = (f"unaligned rows: {ops} (model {t['regs'] * 1e6:.0f} us through registers vs "
-                 f"{t['repack'] * 1e6:.0f} us with a repack)")
+        one_wave = tiles(M, N, cfg) <= sms
+        ops = "regs" if (kt <= REGS_MAX_KTILES and one_wave) else "repack"
+        why_o = (f"unaligned rows, {kt} k-tile(s) in one wave: loads through registers, no copy" if ops == "regs"
+                 else "unaligned rows: A and B repacked to 16-byte rows")
     return Plan(operands=ops, reason=f"{why_o}; {why}", **sched)
