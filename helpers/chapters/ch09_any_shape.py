@@ -285,7 +285,7 @@ def can_run(strategy: str) -> str | None:
     """None if this GPU can run ``strategy``; otherwise why not, in words."""
     if not gpu.live():
         return "no GPU here"
-    cc = gpu.device_info()["cc"]
+    cc = gpu.capability()                 # GEMM_BOOK_SIMULATE can force it down on a real GPU
     if strategy == "hopper":
         spec = catalog.get(HOPPER["float16"])
         return None if spec.runs_on(cc) else f"needs {spec.needs()}; this GPU is sm_{cc[0]}{cc[1]}"
