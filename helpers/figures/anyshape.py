@@ -111,6 +111,9 @@ def _short(plan: str) -> str:
             .replace(" (atomic)", "a").replace(" + stream-K (hybrid2)", "+stK").replace("padding", "pad"))
 
 
+ZOO_TITLE = "The shape zoo: the dispatcher's plan<br>and its ratio to cuBLAS"
+
+
 def zoo_figure(rows: list, where: str):
     """The shape zoo as a heatmap: x = output shape M x N, y = K; colour = the dispatcher's
     ratio to cuBLAS (log scale, 1 = white); text = its plan and ratio; a star where it beats
@@ -137,7 +140,6 @@ def zoo_figure(rows: list, where: str):
         colorbar=dict(title="ratio", tickvals=[-3, -2, -1, 0, 1, 2, 3], ticktext=["1/8", "1/4", "1/2", "1", "2", "4", "8"])))
     fig.update_xaxes(title_text="M x N", type="category")
     fig.update_yaxes(title_text="K", type="category")
-    fig.update_layout(title=_title("The shape zoo: the dispatcher's plan and its ratio to cuBLAS (★ faster than "
-                                   "cuBLAS, ○ another strategy >3 % faster)", where),
-                      height=420, margin=dict(l=60, r=20, t=90, b=60))
+    fig.update_layout(title=_title(ZOO_TITLE, f"★ faster than cuBLAS, ○ another strategy >3 % faster<br>{where}"),
+                      height=440, margin=dict(l=60, r=20, t=120, b=60))
     return fig
