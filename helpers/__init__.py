@@ -21,7 +21,7 @@ figures/   every Plotly figure and every display
     show                 display figures, kernel sources, tables, notes (live and in the book)
     records              measurement records as tables and bars
     profiling            chapter 8: panel tables, speed-of-light and stall bars, the measured-traffic roofline
-    roofline sweep mapping tiles banks fragments precision probes anyshape hopper   the figures of each topic
+    roofline sweep mapping tiles banks fragments precision probes anyshape hopper staircase   the figures of each topic
 models/    pure Python/NumPy models of what the kernels do (no runtime, no Plotly)
     raster               cdiv and the one block rasterisation
     occupancy            theoretical occupancy (Occupancy Calculator model)

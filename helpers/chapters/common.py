@@ -7,7 +7,7 @@ from __future__ import annotations
 import ipywidgets as w
 from IPython.display import display
 
-from helpers.figures import records, roofline as roofline_fig, show, sweep as sweep_fig
+from helpers.figures import records, roofline as roofline_fig, show, staircase as staircase_fig, sweep as sweep_fig
 from helpers.models import diagnosis
 from helpers.models.raster import cdiv
 from helpers.runtime import bench, catalog, gpu, launch, panels, results, roofline, sweep
@@ -282,4 +282,35 @@ def show_sweep(key: str, shape, names=None, title: str = "", labels: str = "plai
     show.figure(fig)
     if live:
         live_slider(key, shape)
+    return recs
+
+
+# One line per heaven for the landing page: what held the kernel before, and what the step does.
+STEPS = {
+    1: ("nothing yet: one thread per element of C", "loads along rows so a warp reads whole 32-byte sectors"),
+    2: ("one 4-byte load per instruction", "float4 loads and a K-major B: four elements per load"),
+    3: ("every element of A and B read from DRAM/L2 N or M times", "tiles staged in shared memory and reused by the block"),
+    4: ("bank conflicts on the column reads of the tile", "a 1-D register strip per thread and an XOR swizzle of A"),
+    5: ("one output per shared-memory load", "register and warp tiles, double buffering, a cp.async pipeline"),
+    6: ("the FP32 pipe itself (66.9 TFLOP/s on the H200)", "Tensor Cores through WMMA, fp16 in, fp32 accumulate"),
+    7: ("what WMMA hides: fragments, layout, staging", "mma.sync, ldmatrix, a swizzled layout, a deeper pipeline"),
+    8: ("guesses about what limits each kernel", "Nsight Compute panels and the decision table, every heaven"),
+    9: ("shapes other than multiples of the tile, too few tiles, a ragged last wave",
+        "predicated cp.async, a repack, split-K, stream-K, a dispatcher"),
+    10: ("mma.sync's issue rate: two thirds of cuBLAS with every other stage removed",
+         "TMA, wgmma, warp specialization, persistent tiles, clusters (sm_90a)"),
+}
+
+
+def show_staircase() -> list:
+    """The landing page's staircase: every heaven's headline kernel at 4096^3 (live on a
+    GPU, else the H200's records, labelled) on a log scale with the measured roofs, and
+    one line per heaven on what limited it before and what the step does."""
+    recs = running(upto=10)
+    show.figure(staircase_fig.staircase_figure(recs, roofline.ceilings()))
+    by = {r["chapter"]: r for r in recs}
+    rows = [{"heaven": h, "limited before by": before, "this step": step,
+             "ratio to cuBLAS": by[h]["ratio"] if h in by else None} for h, (before, step) in STEPS.items()]
+    show.table(rows, ["heaven", "limited before by", "this step", "ratio to cuBLAS"],
+               f"Ratios at 4096^3 against cuBLAS of the kernel's dtype (heaven 8 adds no kernel); {bench.where(recs)}.")
     return recs
