@@ -579,13 +579,17 @@ def zoo_row(recs: list) -> dict:
 
 
 # ------------------------------------------------------------------ notebook calls
-def _get(section: str, live_fn):
-    """Live measurement when this GPU runs sm_80 kernels, else the recorded section."""
-    if live_here():
+def _get(section: str, live_fn, title: str, live: bool = True):
+    """Live measurement when this GPU runs sm_80 kernels (and ``live``), else the recorded
+    section. Returns (data, where); when there is neither, shows a note and returns (None, where)."""
+    if live and live_here():
         return live_fn(), results.where(True)
     data, where = recorded(section)
-    if gpu.live():
+    if live and gpu.live():
         where += f" (not live: {can_run('dp')})"
+    if not data:
+        show.note(f"{title}: {where}.", title=title)
+        return None, where
     return data, where
 
 
@@ -608,9 +612,8 @@ _COLS = {"dtype": "dtype", "title": "strategy", "shape": "M, N, K", "value": "TF
 
 def show_odd_shapes() -> list:
     """Table and bars: the three ways to take any shape at 4093^3 against the aligned kernel."""
-    recs, where = _get("odd", odd_shapes)
+    recs, where = _get("odd", odd_shapes, "Any shape")
     if not recs:
-        show.note(f"4093^3: {where}.", title="Any shape")
         return []
     show.table(recs, {**_COLS, "of_aligned": "of aligned 4096^3", "note": "why / plan"},
                f"Any shape at 4093^3 beside the aligned kernel at 4096^3; ratios to cuBLAS on the same shape, same "
@@ -622,9 +625,9 @@ def show_odd_shapes() -> list:
 def show_check_grid() -> None:
     """The correctness grid: live, every strategy on the shapes of :data:`CHECK_GRID` under
     4000 (the 4093^3 cases are in the recorded grid and the GPU suite); recorded, all of it."""
-    rows, where = _get("check_grid", lambda: check_grid(grid=[c for c in CHECK_GRID if max(c[0]) < 4000]))
+    rows, where = _get("check_grid", lambda: check_grid(grid=[c for c in CHECK_GRID if max(c[0]) < 4000]),
+                       "Correctness")
     if not rows:
-        show.note(f"The correctness grid: {where}.", title="Correctness")
         return
     show.table(rows, list(rows[0]), f"Every strategy on every shape, checked against float64 after a NaN poison; "
                f"{where}. A wrong result would have stopped the run.")
@@ -633,9 +636,8 @@ def show_check_grid() -> None:
 def show_splitk(dtype: str = "float16", live: bool = True) -> list:
     """Split-K on the three skinny shapes: table, and the split-count model for the first.
     ``live=False`` shows the recorded rows even on a GPU (labelled as recorded)."""
-    recs, where = _get(f"splitk_{dtype}", lambda: splitk_rows(dtype)) if live else recorded(f"splitk_{dtype}")
+    recs, where = _get(f"splitk_{dtype}", lambda: splitk_rows(dtype), "Split-K", live)
     if not recs:
-        show.note(f"Split-K: {where}.", title="Split-K")
         return []
     show.table(recs, {**_COLS, "splits": "splits", "over_no_split": "over no split"},
                f"Split-K, {dtype}; cuBLAS on the same shape, same run; {where}.")
@@ -648,18 +650,17 @@ def show_splitk(dtype: str = "float16", live: bool = True) -> list:
 
 def show_reproducibility() -> None:
     """Ten runs of each split-K reduction on the same inputs (live: fp16 on the first shape)."""
-    rows, where = _get("reproducibility", lambda: reproducibility(shapes=SPLITK_SHAPES[:1], dtypes=("float16",)))
+    rows, where = _get("reproducibility", lambda: reproducibility(shapes=SPLITK_SHAPES[:1], dtypes=("float16",)),
+                       "Reproducibility")
     if not rows:
-        show.note(f"Reproducibility: {where}.", title="Split-K")
         return
     show.table(rows, list(rows[0]), f"Ten runs of each reduction on the same inputs; {where}.")
 
 
 def show_streamk(dtype: str = "float16", live: bool = True) -> list:
     """Stream-K against data-parallel on the three shapes (``live=False``: the recorded rows)."""
-    recs, where = _get(f"streamk_{dtype}", lambda: streamk_rows(dtype)) if live else recorded(f"streamk_{dtype}")
+    recs, where = _get(f"streamk_{dtype}", lambda: streamk_rows(dtype), "Stream-K", live)
     if not recs:
-        show.note(f"Stream-K: {where}.", title="Stream-K")
         return []
     show.table(recs, {**_COLS, "over_dp": "over data-parallel", "note": "plan"},
                f"Stream-K, {dtype}, 5 alternating rounds; {where}.")
@@ -667,9 +668,8 @@ def show_streamk(dtype: str = "float16", live: bool = True) -> list:
 
 
 def show_waves(dtype: str = "float16") -> dict | None:
-    data, where = _get("waves", lambda: wave_rows(dtype))
+    data, where = _get("waves", lambda: wave_rows(dtype), "Waves")
     if not data:
-        show.note(f"Waves: {where}.", title="Waves")
         return None
     show.figure(fig.wave_figure(data, where))
     show.table(data["control"], list(data["control"][0]), f"The control: one wave of b tiles, M = 128, N = 256 b, "
