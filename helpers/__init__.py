@@ -12,7 +12,7 @@ chapters/  one module per chapter: its catalog entries and the calls its noteboo
     ch06_wmma            WMMA; the layout and fp16-accumulator pitfalls
     ch07_mma_sync        mma.sync, ldmatrix, swizzle, multistage pipeline; the PROBE ladder
     ch08_profiling       Nsight Compute panels of every heaven, the decision table, the measured roofline
-    ch09_any_shape       any M, N, K (predication, padding), split-K, stream-K; the dispatcher gemm()
+    ch09_any_shape       any M, N, K (predication, padding), split-K, stream-K: catalog entries, measurements
     ch10_hopper          Hopper: TMA, wgmma, the mbarrier ring (sm_90a)
 colab      helpers.setup(), the first cell of every notebook: nothing outside Colab; on Colab the
            clone, CuPy of the right CUDA, plotly/ipywidgets floors, the widget manager
@@ -51,10 +51,11 @@ runtime/   compile, check, launch, verify, time, record (no chapter knowledge, n
     ncu                  one Nsight Compute invocation and CSV parser for the ncu scripts
     precision            fp16 accumulator and TF32 measurements
     probes               the PROBE ladder of chapter 7, with clock and power sampling
+    anyshape             the any-shape runner (plans -> launches of 09_any_shape.cu) and the dispatcher gemm()
     tma                  TMA tensor-map descriptors (cuda.bindings, ctypes fallback) for chapter 10
     panels               chapter 8's Nsight Compute panel of one launch: profiled live, or recorded
     tune                 the autotuner: prune by the catalog's rules, rank (nvcc registers), compile, time
 """
 from . import chapters  # noqa: F401  (registers every chapter's kernels in runtime.catalog)
 from .colab import setup  # noqa: F401,E402  (helpers.setup(): the first cell of every notebook)
-from .chapters.ch09_any_shape import gemm  # noqa: F401  (C = A @ B for any shape: chapter 9's dispatcher)
+from .runtime.anyshape import gemm  # noqa: F401  (C = A @ B for any shape: chapter 9's dispatcher)

@@ -1,19 +1,14 @@
 """Chapter 9, any shape: predication and padding, split-K, stream-K, and a dispatcher
 (kernels/09_any_shape.cu, sm_80 or newer).
 
-The catalog entries (the predicated kernel, cp.async and register builds), the
-runner that turns a :class:`helpers.models.anyshape.Plan` into launches, the
-dispatcher :func:`gemm`, and the measurements the notebook shows (strategies side
-by side, reproducibility, waves and their control, the shape zoo). Live, each
+The catalog entries (the predicated kernel, cp.async and register builds) and the
+measurements the notebook shows (strategies side by side, reproducibility, waves and
+their control, the shape zoo). The runner and the dispatcher :func:`gemm` live in
+:mod:`helpers.runtime.anyshape` (re-exported here). Live, each
 measurement checks every strategy against a float64 reference after a NaN poison
 and times it against cuBLAS on the same inputs in alternating rounds; without a
 GPU (or on one older than sm_80) the notebook reads ``results/h200-anyshape.json``
 (written by ``scripts/record_anyshape.py``), labelled as recorded.
-
-This module is over 500 lines because it holds one chapter column whose parts share
-state: the runner's compiled builds and workspaces are used by the dispatcher, by the
-six live measurements and by the notebook's displays; split, they would import each
-other.
 """
 from __future__ import annotations
 
@@ -26,24 +21,11 @@ import ipywidgets as w
 from helpers.figures import anyshape as fig, show
 from helpers.models import anyshape as model
 from helpers.models.raster import cdiv
-from helpers.runtime import bench, catalog, checks, compile as kc, gpu, launch, probes, results, timing, verify
+from helpers.runtime import anyshape as rt, bench, checks, gpu, probes, results, timing, verify
+from helpers.runtime.anyshape import (DTYPES, FILE, H200_SMS, MIN_CC, STRATEGIES, aligned_inputs,  # noqa: F401
+                                      can_run, check_inputs, gemm, plan_for, run)
 from helpers.runtime.catalog import Kernel, register
 from helpers.runtime.checks import multiple_of, require
-
-FILE = "09_any_shape.cu"
-ENTRIES = ("gemm_any", "gemm_streamk", "splitk_reduce", "pad_copy", "unpad_copy")
-DTYPES = {"float16": ("f16", {}), "bfloat16": ("bf16", {"BF16": 1})}
-MIN_CC = (8, 0)                     # cp.async, bf16 and mma.sync.m16n8k16
-H200_SMS = 132                      # the recorded GPU's SM count (plans without a GPU here)
-
-
-def _threads(p) -> int:
-    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
-
-
-def _smem(p) -> int:
-    """Dynamic shared memory (bytes): STAGES ring of A (BM x BK) and B (BK x BN) tiles, 2 bytes each."""
-    return p["STAGES"] * (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * 2
 
 
 def _rules(p, s, aligned: bool = True):
@@ -59,23 +41,11 @@ def _rules(p, s, aligned: bool = True):
     return out
 
 
-_SCRATCH: dict = {}
-
-
-def _scratch(name: str, shape, dtype, zero: bool = False):
-    """A device buffer kept between calls (allocating is not part of a GEMM's time)."""
-    cp = gpu.cupy()
-    key = (name, tuple(shape), np.dtype(dtype).str)
-    if key not in _SCRATCH:
-        _SCRATCH[key] = cp.zeros(shape, dtype) if zero else cp.empty(shape, dtype)
-    return _SCRATCH[key]
-
-
 def _args(p, A, B, C, M, N, K, *extra):
     """gemm_any's arguments for one data-parallel launch on C-contiguous arrays:
     (A, B, C, W, M, N, K, lda = K, ldb = N, ldc = N, k-tiles per split = all, mode 0)."""
     i = np.int32
-    return (A, B, C, _scratch("w_unused", (4,), np.float32), i(M), i(N), i(K), i(K), i(N), i(N),
+    return (A, B, C, rt.scratch("w_unused", (4,), np.float32), i(M), i(N), i(K), i(K), i(N), i(N),
             i(cdiv(K, p["BK"])), i(0))
 
 
@@ -87,229 +57,13 @@ for _dt, (_sfx, _fixed) in DTYPES.items():
             key=f"{_name}_{_sfx}", chapter=9, title=f"{_title} ({_sfx})", file=FILE, entry="gemm_any", op="gemm",
             dtype=_dt, out_dtype=_dt, align=16 if _aligned else 2, defaults=dict(model.CFG),
             fixed={**_fixed, "ALIGNED": _aligned}, choices=_CHOICES,
-            block=lambda p: (_threads(p), 1, 1), grid=lambda p, s: (cdiv(s[1], p["BN"]), cdiv(s[0], p["BM"]), 1),
-            smem=_smem, rules=functools.partial(_rules, aligned=bool(_aligned)), min_cc=MIN_CC, args=_args))
+            block=lambda p: (rt.threads(p), 1, 1), grid=lambda p, s: (cdiv(s[1], p["BN"]), cdiv(s[0], p["BM"]), 1),
+            smem=rt.smem, rules=functools.partial(_rules, aligned=bool(_aligned)), min_cc=MIN_CC, args=_args))
 
 
 def key(dtype: str = "float16", aligned: bool = True) -> str:
     """Catalog key of the predicated kernel: "any_shape_f16" (cp.async build) or "any_regs_f16"."""
     return f"{'any_shape' if aligned else 'any_regs'}_{DTYPES[dtype][0]}"
-
-
-# ------------------------------------------------------------------ the runner
-_BUILDS: dict = {}
-
-
-def _kernels(dtype: str, aligned: bool) -> dict:
-    """The five entry points of one build (one NVRTC compile), shared memory opted in."""
-    k = (dtype, bool(aligned))
-    if k not in _BUILDS:
-        p = {**model.CFG, **DTYPES[dtype][1], "ALIGNED": int(aligned)}
-        fns = kc.build_all(FILE, ENTRIES, p)
-        for e in ("gemm_any", "gemm_streamk"):
-            fns[e].max_dynamic_shared_size_bytes = _smem(model.CFG)
-        _BUILDS[k] = fns
-    return _BUILDS[k]
-
-
-def _sms() -> int:
-    return gpu.device_info()["sms"] if gpu.live() else H200_SMS
-
-
-def aligned_inputs(A, B) -> bool:
-    """True when the cp.async build can read A and B in place: K % 8 == 0, N % 8 == 0
-    and both base pointers 16-byte aligned."""
-    return A.shape[1] % 8 == 0 and B.shape[1] % 8 == 0 and A.data.ptr % 16 == 0 and B.data.ptr % 16 == 0
-
-
-def check_inputs(A, B, C=None):
-    """Validate a GEMM call before anything reaches the GPU. A: (M, K), B: (K, N), both
-    C-contiguous CuPy arrays of one dtype (float16 or bfloat16); C: (M, N) of that dtype,
-    C-contiguous, or None (allocated). Any M, N, K >= 1, any base pointer. Returns
-    (M, N, K, dtype, C). Raises ValueError naming the argument and the rule."""
-    cp = gpu.cupy()
-    for name, x in (("A", A), ("B", B)):
-        require(isinstance(x, cp.ndarray), name, type(x).__name__, "must be a cupy.ndarray")
-        require(x.ndim == 2, f"{name}.ndim", x.ndim, "must be 2")
-    dtype = str(A.dtype)
-    require(dtype in DTYPES, "A.dtype", dtype, f"must be one of {tuple(DTYPES)}")
-    require(str(B.dtype) == dtype, "B.dtype", str(B.dtype), f"must equal A.dtype ({dtype})")
-    M, K = A.shape
-    require(B.shape[0] == K, "B.shape", tuple(B.shape), f"must be (K, N) with K = {K} from A.shape")
-    N = B.shape[1]
-    for name, v in (("M", M), ("N", N), ("K", K)):
-        require(v >= 1, name, v, "must be >= 1")
-    require(max(M, N, K) < 2 ** 31, "M, N, K", (M, N, K), "must each be < 2^31")
-    if C is None:
-        C = cp.empty((M, N), A.dtype)
-    require(isinstance(C, cp.ndarray) and tuple(C.shape) == (M, N), "C.shape", getattr(C, "shape", None),
-            f"must be (M, N) = {(M, N)}")
-    require(str(C.dtype) == dtype, "C.dtype", str(C.dtype), f"must equal A.dtype ({dtype})")
-    for name, x in (("A", A), ("B", B), ("C", C)):
-        require(bool(x.flags.c_contiguous), f"{name}.flags.c_contiguous", False, "must be C-contiguous")
-    return M, N, K, dtype, C
-
-
-def _copy(fn, chunks: int, args) -> None:
-    fn((max(1, min(cdiv(chunks, 256), 16 * _sms())),), (256,), args)
-
-
-def _pad(fns, X, rows, cols, drows, dcols, name):
-    """X (rows x cols, any alignment) copied into a zeroed drows x dcols buffer (dcols % 8 == 0)."""
-    buf = _scratch(name, (drows, dcols), X.dtype)
-    _copy(fns["pad_copy"], drows * dcols // 8, (X, np.int32(rows), np.int32(cols), np.int64(cols), buf,
-                                                np.int32(drows), np.int32(dcols)))
-    return buf
-
-
-_EPOCH = [0]
-
-
-def run(plan: model.Plan, A, B, C) -> None:
-    """Enqueue ``plan`` on checked arrays (:func:`check_inputs`): C = A @ B. Every copy
-    and every extra launch the plan needs is part of the call (and of its time)."""
-    i32 = np.int32
-    M, K = A.shape
-    N = B.shape[1]
-    dtype = str(A.dtype)
-    if plan.operands == "hopper":
-        return _run_hopper(A, B, C, M, N, K, dtype)
-    fns = _kernels(dtype, plan.operands != "regs")
-    cfg = model.CFG
-    smem, threads = _smem(cfg), _threads(cfg)
-    w0 = _scratch("w_unused", (4,), np.float32)
-    if plan.operands == "padding":               # tile multiples: every guard of the kernel passes
-        Mp, Np, Kp = (model.round_up(M, cfg["BM"]), model.round_up(N, cfg["BN"]), model.round_up(K, cfg["BK"]))
-        Ap, Bp = _pad(fns, A, M, K, Mp, Kp, "padA"), _pad(fns, B, K, N, Kp, Np, "padB")
-        Cp = _scratch("padC", (Mp, Np), A.dtype)
-        fns["gemm_any"]((Np // cfg["BN"], Mp // cfg["BM"], 1), (threads,),
-                        (Ap, Bp, Cp, w0, i32(Mp), i32(Np), i32(Kp), i32(Kp), i32(Np), i32(Np),
-                         i32(Kp // cfg["BK"]), i32(0)), shared_mem=smem)
-        _copy(fns["unpad_copy"], M * cdiv(N, 8), (Cp, i32(Np), C, i32(M), i32(N), np.int64(N)))
-        return
-    Ap, lda, Bp, ldb = A, K, B, N
-    if plan.operands == "repack":                # row strides rounded up to 8 elements, only where needed
-        if K % 8 or A.data.ptr % 16:
-            lda = model.round_up(K, 8)
-            Ap = _pad(fns, A, M, K, M, lda, "repackA")
-        if N % 8 or B.data.ptr % 16:
-            ldb = model.round_up(N, 8)
-            Bp = _pad(fns, B, K, N, K, ldb, "repackB")
-    KT = cdiv(K, cfg["BK"])
-    shape_args = (i32(M), i32(N), i32(K), i32(lda), i32(ldb), i32(N))
-    if plan.schedule == "splitk":
-        ktps = cdiv(KT, plan.splits)
-        s = cdiv(KT, ktps)                       # splits that hold at least one k-tile
-        grid = (cdiv(N, cfg["BN"]), cdiv(M, cfg["BM"]), s)
-        if plan.reduction == "atomic":           # kept zero by splitk_reduce (clear = 1)
-            W = _scratch("splitk_atomic", (M * N,), np.float32, zero=True)
-            fns["gemm_any"](grid, (threads,), (Ap, Bp, C, W, *shape_args, i32(ktps), i32(1)), shared_mem=smem)
-            _copy(fns["splitk_reduce"], M * N, (W, C, i32(M), i32(N), i32(N), i32(1), i32(1)))
-        else:
-            W = _scratch("splitk_twopass", (s * M * N,), np.float32)
-            fns["gemm_any"](grid, (threads,), (Ap, Bp, C, W, *shape_args, i32(ktps), i32(2)), shared_mem=smem)
-            _copy(fns["splitk_reduce"], M * N, (W, C, i32(M), i32(N), i32(N), i32(s), i32(0)))
-        return
-    if plan.schedule == "streamk":
-        G = _sms()
-        dp = model.dp_tiles(M, N, plan.policy, G, cfg)
-        if dp:                                   # whole tiles 0..dp-1, data-parallel, on a 1-D grid
-            fns["gemm_any"]((dp, 1, 1), (threads,), (Ap, Bp, C, w0, *shape_args, i32(KT), i32(0)), shared_mem=smem)
-        W = _scratch("sk_w", (G * cfg["BM"] * cfg["BN"],), np.float32)
-        flags = _scratch("sk_flags", (G,), np.int32, zero=True)
-        _EPOCH[0] = _EPOCH[0] % (2 ** 31 - 1) + 1       # flags equal to this launch's epoch are this launch's
-        fns["gemm_streamk"]((G,), (threads,), (Ap, Bp, C, W, flags, *shape_args, i32(dp), i32(_EPOCH[0])),
-                            shared_mem=smem)
-        return
-    fns["gemm_any"]((cdiv(N, cfg["BN"]), cdiv(M, cfg["BM"]), 1), (threads,),
-                    (Ap, Bp, C, w0, *shape_args, i32(KT), i32(0)), shared_mem=smem)
-
-
-HOPPER = {"float16": "hopper_r5_tma_store_f16", "bfloat16": "hopper_r5_tma_store_bf16"}
-_HOPPER_LAUNCH: dict = {}
-
-
-def _run_hopper(A, B, C, M, N, K, dtype) -> None:
-    """Chapter 10's last rung on any shape: A and B copied (where needed) into C-contiguous
-    buffers with K and N rounded up to 8 (the padding is zero, so it adds nothing), the
-    kernel on (M, N8, K8) (TMA zero-fills the M, N and K tails of its tiles), C copied out
-    of an M x N8 buffer when N % 8 != 0 or C is not 16-byte aligned."""
-    fns = _kernels(dtype, True)
-    k8, n8 = model.round_up(K, 8), model.round_up(N, 8)
-    Ap = A if (k8 == K and A.data.ptr % 16 == 0) else _pad(fns, A, M, K, M, k8, "hopA")
-    Bp = B if (k8 == K and n8 == N and B.data.ptr % 16 == 0) else _pad(fns, B, K, N, k8, n8, "hopB")
-    direct = n8 == N and C.data.ptr % 16 == 0
-    Cp = C if direct else _scratch("hopC", (M, n8), C.dtype)
-    shape = (M, n8, k8)
-    if (dtype, shape) not in _HOPPER_LAUNCH:
-        _HOPPER_LAUNCH[(dtype, shape)] = launch.prepare(HOPPER[dtype], shape)
-    _HOPPER_LAUNCH[(dtype, shape)](Ap, Bp, Cp, M, n8, k8)
-    if not direct:
-        _copy(fns["unpad_copy"], M * cdiv(N, 8), (Cp, np.int32(n8), C, np.int32(M), np.int32(N), np.int64(N)))
-
-
-# ------------------------------------------------------------------ strategies and the dispatcher
-STRATEGIES = ("auto", "dp", "regs", "repack", "padding", "splitk", "splitk_atomic", "streamk", "streamk_sk",
-              "hopper")
-
-
-def plan_for(strategy: str, M: int, N: int, K: int, aligned: bool, sms: int | None = None) -> model.Plan:
-    """The :class:`~helpers.models.anyshape.Plan` of a named strategy for this shape.
-
-    "auto": the dispatcher (:func:`helpers.models.anyshape.plan`); "dp": data-parallel, A and
-    B read in place if ``aligned`` else repacked; "regs", "repack", "padding": data-parallel
-    with that operand path; "splitk" / "splitk_atomic": the model's split count (at least 2),
-    two-pass or atomic; "streamk": CUTLASS's hybrid (whole waves but one data-parallel),
-    "streamk_sk": every tile streamed; "hopper": chapter 10's rung 5 (sm_90 only).
-    Raises ValueError for an unknown name."""
-    require(strategy in STRATEGIES, "strategy", strategy, f"must be one of {STRATEGIES}")
-    sms = sms or _sms()
-    if strategy == "auto":
-        return model.plan(M, N, K, aligned=aligned, sms=sms)
-    ops = "direct" if aligned else "repack"
-    if strategy in ("regs", "repack", "padding"):
-        return model.Plan(operands=strategy, reason=f"{strategy}, data-parallel (asked for)")
-    if strategy.startswith("splitk"):
-        s = max(2, model.choose_splits(M, N, K, sms)[0])
-        red = "atomic" if strategy == "splitk_atomic" else "twopass"
-        return model.Plan(operands=ops, schedule="splitk", splits=s, reduction=red, reason=f"split-K {s} (asked for)")
-    if strategy.startswith("streamk"):
-        pol = "sk" if strategy == "streamk_sk" else "hybrid2"
-        return model.Plan(operands=ops, schedule="streamk", policy=pol, reason=f"stream-K {pol} (asked for)")
-    if strategy == "hopper":
-        return model.Plan(operands="hopper", reason="chapter 10's TMA + wgmma kernel after a repack (asked for)")
-    return model.Plan(operands=ops, reason="data-parallel (asked for)")
-
-
-def can_run(strategy: str) -> str | None:
-    """None if this GPU can run ``strategy``; otherwise why not, in words."""
-    if not gpu.live():
-        return "no GPU here"
-    cc = gpu.capability()                 # GEMM_BOOK_SIMULATE can force it down on a real GPU
-    if strategy == "hopper":
-        spec = catalog.get(HOPPER["float16"])
-        return None if spec.runs_on(cc) else f"needs {spec.needs()}; this GPU is sm_{cc[0]}{cc[1]}"
-    return None if tuple(cc) >= MIN_CC else f"needs sm_80 or newer; this GPU is sm_{cc[0]}{cc[1]}"
-
-
-def gemm(A, B, out=None, strategy: str = "auto", verbose: bool = False):
-    """C = A @ B for any shape: the dispatcher of chapter 9.
-
-    A: (M, K), B: (K, N), float16 or bfloat16 CuPy arrays, C-contiguous, any M, N, K >= 1,
-    any base pointer; ``out``: (M, N) of the same dtype or None. ``strategy``: one of
-    :data:`STRATEGIES` ("auto" picks from the shape and the GPU: see
-    :func:`helpers.models.anyshape.plan`). With ``verbose`` prints the plan and why.
-    fp32 accumulation, result rounded to the input dtype. Returns C. Raises ValueError
-    (bad arrays or strategy, or a GPU older than sm_80) before anything is launched.
-    """
-    M, N, K, dtype, C = check_inputs(A, B, out)
-    why_not = can_run(strategy)
-    require(why_not is None, "strategy", strategy, f"cannot run here: {why_not}")
-    p = plan_for(strategy, M, N, K, aligned_inputs(A, B))
-    if verbose:
-        print(f"{M} x {N} x {K} {dtype}: {p.name} -- {p.reason}")
-    run(p, A, B, C)
-    return C
 
 
 # ------------------------------------------------------------------ measurements (live) and records (recorded)
@@ -434,7 +188,7 @@ def splitk_rows(dtype: str = "float16", shapes=SPLITK_SHAPES, rounds: int = 3) -
     out = []
     for shape in shapes:
         M, N, K = shape
-        s = max(2, model.choose_splits(M, N, K, _sms())[0])
+        s = max(2, model.choose_splits(M, N, K, rt.sm_count())[0])
         items = ["dp", "splitk", "splitk_atomic"] + [
             model.Plan(schedule="splitk", splits=x, reason=f"split-K {x}: the model's {s} {'halved' if x < s else 'doubled'}")
             for x in (s // 2, 2 * s) if x >= 2]
@@ -456,7 +210,7 @@ def reproducibility(shapes=SPLITK_SHAPES, dtypes=("float16", "bfloat16"), runs: 
     for dtype in dtypes:
         for M, N, K in shapes:
             A, B, C = _inputs(M, N, K, dtype)
-            s = max(2, model.choose_splits(M, N, K, _sms())[0])
+            s = max(2, model.choose_splits(M, N, K, rt.sm_count())[0])
             for red in ("twopass", "atomic"):
                 p = model.Plan(schedule="splitk", splits=s, reduction=red)
                 outs = []
@@ -504,7 +258,7 @@ def wave_rows(dtype: str = "float16", n: int = 4096, k: int = 8192, tile_rows=WA
     only). Returns
     ``{"sweep": [...], "control": [...], "sms": ...}``.
     """
-    sms = _sms()
+    sms = rt.sm_count()
     sweep = []
     for r in tile_rows:
         shape = (128 * r, n, k)
@@ -642,7 +396,7 @@ def show_splitk(dtype: str = "float16", live: bool = True) -> list:
     show.table(recs, {**_COLS, "splits": "splits", "over_no_split": "over no split"},
                f"Split-K, {dtype}; cuBLAS on the same shape, same run; {where}.")
     M, N, K = recs[0]["shape"]
-    sms = _sms() if (live and live_here()) else H200_SMS
+    sms = rt.sm_count() if (live and live_here()) else H200_SMS
     show.figure(fig.splitk_model_figure(M, N, K, sms, [r for r in recs if list(r["shape"]) == [M, N, K]
                                                         and r["params"]["strategy"] in ("splitk", "plan")], where))
     return recs
@@ -704,7 +458,7 @@ def show_plans(shapes=((1, 1, 1), (35, 79, 19), (4093, 4093, 4093), (512, 512, 3
                        (4096, 4096, 4096), (30000, 64, 64))) -> None:
     """The dispatcher's plan and its one-line reason for a few shapes (model only: no GPU
     needed; C-contiguous inputs, so "aligned" means K % 8 == 0 and N % 8 == 0)."""
-    sms = _sms()
+    sms = rt.sm_count()
     rows = [{"M, N, K": " x ".join(map(str, s)), "plan": (p := model.plan(*s, aligned=s[1] % 8 == 0 and s[2] % 8 == 0,
                                                                             sms=sms)).name, "why": p.reason}
             for s in shapes]

@@ -1,7 +1,7 @@
 """Heaven 9's models: waves, split-K, stream-K, and the dispatcher's rules (pure Python).
 
 Everything here is arithmetic on (M, N, K), the tile and the GPU's SM count;
-nothing launches. ``helpers.chapters.ch09_any_shape`` runs what :func:`plan`
+nothing launches. ``helpers.runtime.anyshape`` runs what :func:`plan`
 decides on the kernels of ``kernels/09_any_shape.cu``.
 
 Names: a *tile* is one BM x BN block of C; a *wave* is one round of tiles with
@@ -9,19 +9,19 @@ one block per SM (the kernel runs one 256-thread block of 98 KB shared memory
 per SM); a *k-tile* is one BK slice of the K loop. ``sms`` is the number of
 streaming multiprocessors.
 
-The time model's constants were measured on the H200 with the heaven-7 main
-loop (notes/any_shape_tuning.md, runs 2-4, 2026-12-01): one SM does
-``RATE_PER_SM`` = 2.9 TFLOP/s of fp16/bf16 mma with all 132 busy (378 TFLOP/s
-/ 132); the ALIGNED=0 build (loads through registers) runs at 0.30 of the
-cp.async build (``REGS_SLOWDOWN`` = 3.3); a copy kernel moves ``COPY_BPS`` =
-4.2e12 bytes/s counted as read + write (the device-to-device copy of
-``h200-anchors.json``); a launch costs ``LAUNCH_S`` = 4 microseconds. They set
-the *order* of choices, not absolute times: the chapter measures those.
+The split-K time model's constants were measured on the H200 with the heaven-7 main
+loop (notes/any_shape_tuning.md, runs 2-4, 2026-12-01): one SM does ``RATE_PER_SM`` =
+2.9 TFLOP/s of fp16/bf16 mma with all 132 busy (378 TFLOP/s / 132); a copy kernel moves
+``COPY_BPS`` = 4.2e12 bytes/s counted as read + write (the device-to-device copy of
+``h200-anchors.json``); a launch costs ``LAUNCH_S`` = 4 microseconds. They set the *order*
+of split counts, not absolute times. The operand path and the limits on splitting and
+streaming are thresholds read off the recorded shape zoo (below), where a time model of
+small problems failed: there a call is mostly the launch overhead of Python and CuPy.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,7 +29,6 @@ from .raster import cdiv
 
 CFG = {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 8}   # heaven 7's tile
 RATE_PER_SM = 2.9e12        # FLOP/s per SM, all SMs busy (H200, heaven-7 main loop)
-REGS_SLOWDOWN = 3.3         # ALIGNED=0 build's time over the cp.async build's
 COPY_BPS = 4.2e12           # copy kernels, bytes read + written per second
 LAUNCH_S = 4e-6             # one extra kernel launch, seconds
 PROLOGUE_KTILES = 4         # pipeline fill + epilogue of one block, in k-tiles of work
@@ -129,23 +128,6 @@ def round_up(x: int, m: int) -> int:
     return cdiv(x, m) * m
 
 
-def operands_time(M: int, N: int, K: int, sms: int, cfg: dict = CFG, splits: int = 1) -> dict:
-    """Model time (s) of the three ways to feed an unaligned problem to the kernel:
-    ``"regs"`` (ALIGNED=0 build, no copies), ``"repack"`` (A and B copied to row
-    strides that are multiples of 8, then the cp.async build), ``"padding"`` (A, B
-    copied to tile multiples, C copied back). The kernel's own time is
-    :func:`splitk_time` with ``splits`` (1: data-parallel); only its main loop is
-    slower through registers."""
-    t_kernel = splitk_time(M, N, K, splits, sms, cfg)
-    k8, n8 = round_up(K, 8), round_up(N, 8)
-    repack = 2 * (M * K + M * k8 + K * N + k8 * n8)          # bytes read + written, 2 bytes each
-    mp, np_, kp = round_up(M, cfg["BM"]), round_up(N, cfg["BN"]), round_up(K, cfg["BK"])
-    padding = 2 * (M * K + mp * kp + K * N + kp * np_ + mp * np_ + M * N)
-    return {"regs": t_kernel * REGS_SLOWDOWN,
-            "repack": t_kernel + repack / COPY_BPS + 2 * LAUNCH_S,
-            "padding": t_kernel + padding / COPY_BPS + 3 * LAUNCH_S}
-
-
 @dataclass(frozen=True)
 class Plan:
     """What the dispatcher runs: ``operands`` ("direct", "regs", "repack" or "padding"),
@@ -158,7 +140,6 @@ class Plan:
     reduction: str = "twopass"
     policy: str = "hybrid2"
     reason: str = ""
-    extra: dict = field(default_factory=dict)
 
     @property
     def name(self) -> str:

@@ -9,7 +9,7 @@ import pytest
 
 from helpers.chapters import ch09_any_shape as ch
 from helpers.models import anyshape as model
-from helpers.runtime import compile as kc, gpu, verify
+from helpers.runtime import anyshape as rt, compile as kc, gpu, verify
 
 pytestmark = pytest.mark.skipif(not gpu.live() or gpu.device_info()["cc"] < (8, 0),
                                 reason="needs an sm_80 or newer GPU (cp.async, bf16, mma.sync)")
@@ -70,10 +70,10 @@ def test_partial_chunk_control_fails_on_dirty_padding():
     errs = {}
     for partial in (0, 1):
         fns = kc.build_all(ch.FILE, ("gemm_any",), {**model.CFG, "ALIGNED": 1, "PARTIAL_CHUNKS": partial})
-        fns["gemm_any"].max_dynamic_shared_size_bytes = ch._smem(model.CFG)
+        fns["gemm_any"].max_dynamic_shared_size_bytes = rt.smem(model.CFG)
         C = cp.full((M, N), np.nan, dtype=cp.float16)
         i = np.int32
         fns["gemm_any"]((1, 2, 1), (256,), (Ap, B, C, cp.zeros(4, cp.float32), i(M), i(N), i(K), i(lda), i(N), i(N),
-                                           i(model.cdiv(K, 32)), i(0)), shared_mem=ch._smem(model.CFG))
+                                           i(model.cdiv(K, 32)), i(0)), shared_mem=rt.smem(model.CFG))
         errs[partial] = verify.rel_err(C, ref)
     assert errs[1] < 2e-3 and not errs[0] < 2e-3, errs
