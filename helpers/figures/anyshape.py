@@ -115,16 +115,17 @@ ZOO_TITLE = "The shape zoo: the dispatcher's plan<br>and its ratio to cuBLAS"
 
 
 def zoo_figure(rows: list, where: str):
-    """The shape zoo as a heatmap: x = output shape M x N, y = K; colour = the dispatcher's
-    ratio to cuBLAS (log scale, 1 = white); text = its plan and ratio; a star where it beats
-    cuBLAS, a ring where another strategy was more than 3 % faster."""
+    """The shape zoo as a heatmap: rows = output shape M x N, columns = K (four columns, so
+    the cells stay readable on a phone); colour = the dispatcher's ratio to cuBLAS (log
+    scale, 1 = white); text = its plan and ratio; a star where it beats cuBLAS, a ring where
+    another strategy was more than 3 % faster; hover: the best other strategy."""
     outs = list(dict.fromkeys(f"{r['M']}x{r['N']}" for r in rows))
     ks = sorted({r["K"] for r in rows})
-    z = np.full((len(ks), len(outs)), np.nan)
-    text = [["" for _ in outs] for _ in ks]
-    hover = [["" for _ in outs] for _ in ks]
+    z = np.full((len(outs), len(ks)), np.nan)
+    text = [["" for _ in ks] for _ in outs]
+    hover = [["" for _ in ks] for _ in outs]
     for r in rows:
-        i, j = ks.index(r["K"]), outs.index(f"{r['M']}x{r['N']}")
+        i, j = outs.index(f"{r['M']}x{r['N']}"), ks.index(r["K"])
         z[i, j] = math.log2(r["ratio"]) if r.get("ratio") else np.nan
         mark = " ★" if (r.get("ratio") or 0) > 1 else ""
         ring = "" if r.get("within 3% of best") else " ○"
@@ -134,12 +135,12 @@ def zoo_figure(rows: list, where: str):
                        + (f"<br>chapter 10 kernel: {r['hopper ratio']}" if r.get("hopper ratio") else ""))
     lim = max(1.0, float(np.nanmax(np.abs(z)))) if np.isfinite(z).any() else 1.0
     fig = go.Figure(go.Heatmap(
-        z=z, x=outs, y=[str(k) for k in ks], zmin=-lim, zmax=lim, colorscale="RdBu", xgap=2, ygap=2,
+        z=z, x=[f"K={k}" for k in ks], y=outs, zmin=-lim, zmax=lim, colorscale="RdBu", xgap=2, ygap=2,
         text=text, texttemplate="%{text}", textfont=dict(size=10), customdata=hover,
         hovertemplate="%{customdata}<extra></extra>",
         colorbar=dict(title="ratio", tickvals=[-3, -2, -1, 0, 1, 2, 3], ticktext=["1/8", "1/4", "1/2", "1", "2", "4", "8"])))
-    fig.update_xaxes(title_text="M x N", type="category")
-    fig.update_yaxes(title_text="K", type="category")
+    fig.update_xaxes(type="category", side="top")
+    fig.update_yaxes(title_text="M x N", type="category", autorange="reversed")
     fig.update_layout(title=_title(ZOO_TITLE, f"★ faster than cuBLAS, ○ another strategy >3 % faster<br>{where}"),
-                      height=440, margin=dict(l=60, r=20, t=120, b=60))
+                      height=120 + 52 * len(outs), margin=dict(l=60, r=20, t=150, b=20))
     return fig
