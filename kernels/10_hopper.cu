@@ -97,6 +97,15 @@
 //           4-byte global stores per thread, whole 128-byte lines leave the
 //           SM asynchronously. Measured: 0.90 -> 0.99 of cuBLAS at 4096^3.
 //
+// Chapter 9 borrows rung 4 for split-K (SPLIT_K=1): a work unit is a
+//   (tile, k range) pair, unit u = z * tiles + t, so the persistent loop
+//   walks units exactly as it walks tiles. Range z of `splits` covers k-tiles
+//   [z * nk / splits, (z + 1) * nk / splits); the consumers store their fp32
+//   accumulators to the workspace slab W[z][M][N] (no rounding), and chapter
+//   9's splitk_reduce adds the slabs in the order z = 0, 1, ... and rounds to
+//   T: deterministic. A skinny 512 x 512 x 32768 has 8 tiles for 132 SMs;
+//   16 ranges of 32 k-tiles each make 128 units.
+//
 // Preconditions (scripts/hopper_bench.py refuses anything else before launch):
 //   compute capability 9.0 (sm_90a machine code);
 //   K % 8 == 0 and N % 8 == 0: TMA global strides (K*2, N*2 bytes) must be
@@ -108,7 +117,8 @@
 //
 // Tile parameters (-D): BF16 (0/1); STAGES (ring depth, 2..4: 4 x 48 KB fits
 //   the 227 KB opt-in limit); GROUP_M (tile-order group height, >= 1);
-//   PERSISTENT (0/1); CLUSTER_M (1 or 2); EPI_TMA (0/1); and the switches
+//   PERSISTENT (0/1); CLUSTER_M (1 or 2); EPI_TMA (0/1); SPLIT_K (0/1, with
+//   EPI_TMA=0: chapter 9's split-K); and the switches
 //   kept for the measurements in notes/hopper_tuning.md: MULTICAST (0/1),
 //   CLUSTER_ARRIVE (0/1/2), WAIT_SPIN (0/1), EARLY_RELEASE (0/1),
 //   B_DESC_SWAP (0/1, a wrong descriptor: must fail the check),
@@ -119,7 +129,8 @@
 //   grid = CLUSTER_M x row units x column tiles (PERSISTENT=0), or, persistent,
 //   a multiple of CLUSTER_M no larger than the SMs (or the clusters that fit).
 // Kernel arguments: rung 1 (tmA, tmB, C, M, N, K); rungs 2-5 (tmA, tmB, tmC,
-//   C, M, N, K). tm* are 128-byte CUtensorMap descriptors passed by value as
+//   C, M, N, K), then with SPLIT_K=1 (W, splits): W holds splits x M x N
+//   floats, 1 <= splits. tm* are 128-byte CUtensorMap descriptors passed by value as
 //   __grid_constant__ parameters: A box 64 x BM, B box 64 x 64, C box 64 x 64
 //   (tmC is read only with EPI_TMA=1), all SWIZZLE_128B.
 // -DRECORD_OWNER=1 (kernels/instrument.cuh) appends an `int* owner` argument:
@@ -162,6 +173,9 @@
 #ifndef EPI_TMA              // rung 5: epilogue through shared memory + TMA store
 #define EPI_TMA 0
 #endif
+#ifndef SPLIT_K              // chapter 9: fp32 partial tiles per k range (extra arguments W, splits)
+#define SPLIT_K 0
+#endif
 #ifndef PRODUCER_REGS
 #define PRODUCER_REGS 40
 #endif
@@ -195,6 +209,7 @@ static_assert(PERSISTENT == 0 || PERSISTENT == 1, "PERSISTENT is 0 or 1");
 static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "clusters of 1 or 2 CTAs along M");
 static_assert(B_BOXES % CLUSTER_M == 0, "each cluster rank multicasts a whole number of B boxes");
 static_assert(GROUP_M >= 1, "GROUP_M >= 1");
+static_assert(SPLIT_K == 0 || (SPLIT_K == 1 && EPI_TMA == 0), "SPLIT_K is 0 or 1; its fp32 epilogue is the direct one (EPI_TMA=0)");
 static_assert(PRODUCER_REGS % 8 == 0 && CONSUMER_REGS % 8 == 0, "setmaxnreg takes multiples of 8");
 static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 256 <= 65536, "register file: 64 K registers per SM");
 
@@ -583,9 +598,42 @@ __device__ __forceinline__ void tile_coords(int t, int num_mu, int num_n, int& m
 #endif
 #define MCAST (CLUSTER_M > 1 && MULTICAST)   // B multicast and cross-CTA slot release
 
+#if SPLIT_K
+#define SPLIT_PARAM , float* __restrict__ W, int splits   // W: splits x M x N fp32 slabs
+#else
+#define SPLIT_PARAM
+#endif
+
+// k-tiles [kb, ke) of range z when nk k-tiles are cut into `splits` near-equal ranges.
+__device__ __forceinline__ void k_range(int z, int splits, int nk, int& kb, int& ke)
+{
+    kb = (int)((long long)z * nk / splits);
+    ke = (int)((long long)(z + 1) * nk / splits);
+}
+
+// The fp32 twin of store_acc for SPLIT_K: the same fragment walk, 8-byte
+// float2 stores into one slab of the workspace (row pitch N; N % 8 == 0 keeps
+// them aligned), no rounding.
+__device__ __forceinline__ void store_partial(const float (&d)[128], float* __restrict__ W, int M, int N,
+                                              int row0, int col0)
+{
+    const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
+    const int r = row0 + 16 * warp + (lane >> 2);
+    const int c = col0 + 2 * (lane & 3);
+    float* p0 = W + (size_t)r * N + c;
+    float* p1 = p0 + (size_t)8 * N;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+        if (c + 8 * j < N) {
+            if (r < M)     *reinterpret_cast<float2*>(p0 + 8 * j) = make_float2(d[4 * j + 0], d[4 * j + 1]);
+            if (r + 8 < M) *reinterpret_cast<float2*>(p1 + 8 * j) = make_float2(d[4 * j + 2], d[4 * j + 3]);
+        }
+    }
+}
+
 extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(WS_THREADS, 1)
 hopper_ws(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc tmB,
-          const __grid_constant__ TmaDesc tmC, T* __restrict__ C, int M, int N, int K OWNER_PARAM)
+          const __grid_constant__ TmaDesc tmC, T* __restrict__ C, int M, int N, int K SPLIT_PARAM OWNER_PARAM)
 {
     extern __shared__ unsigned char smem_raw[];
     const u32 base = (smem_u32(smem_raw) + 1023) & ~1023u;   // same offset in every CTA: multicast relies on it
@@ -600,11 +648,15 @@ hopper_ws(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc t
     const int num_m = (M + BM - 1) / BM, num_n = (N + BN - 1) / BN;
     const int num_mu = (num_m + CLUSTER_M - 1) / CLUSTER_M;
     const int tiles = num_mu * num_n;
+#if !SPLIT_K
+    const int splits = 1;
+#endif
+    const int units = tiles * splits;                        // (tile, k range) pairs; = tiles without split-K
     const int first_tile = blockIdx.x / CLUSTER_M;           // clusters are consecutive blockIdx.x
 #if PERSISTENT
     const int tile_stride = gridDim.x / CLUSTER_M;
 #else
-    const int tile_stride = tiles;                           // one tile per CTA (cluster)
+    const int tile_stride = units;                           // one unit per CTA (cluster)
 #endif
     const int nk = (K + BK - 1) / BK;
 
@@ -628,11 +680,12 @@ hopper_ws(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc t
         setmaxnreg_dec<PRODUCER_REGS>();
         if (threadIdx.x == 0) {
             int it = 0;                                      // k-tiles issued so far, across tiles
-            for (int t = first_tile; t < tiles; t += tile_stride) {
-                int mu, nb;
-                tile_coords(t, num_mu, num_n, mu, nb);
+            for (int u = first_tile; u < units; u += tile_stride) {
+                int mu, nb, kb, ke;
+                tile_coords(u % tiles, num_mu, num_n, mu, nb);
+                k_range(u / tiles, splits, nk, kb, ke);      // the whole K (0, nk) without split-K
                 const int m0 = (mu * CLUSTER_M + (int)rank) * BM, n0 = nb * BN;
-                for (int kt = 0; kt < nk; ++kt, ++it) {
+                for (int kt = kb; kt < ke; ++kt, ++it) {
                     const int s = it % STAGES;
                     const u32 phase = (it / STAGES) & 1;
                     mbar_wait(empty + 8 * s, phase ^ 1);     // first lap: passes at once
@@ -661,14 +714,15 @@ hopper_ws(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc t
         const int cw = wg - 1;
         float d[128];
         int it = 0;
-        for (int t = first_tile; t < tiles; t += tile_stride) {
-            int mu, nb;
-            tile_coords(t, num_mu, num_n, mu, nb);
+        for (int u = first_tile; u < units; u += tile_stride) {
+            int mu, nb, kb, ke;
+            tile_coords(u % tiles, num_mu, num_n, mu, nb);
+            k_range(u / tiles, splits, nk, kb, ke);
             const int m0 = (mu * CLUSTER_M + (int)rank) * BM, n0 = nb * BN;
 #pragma unroll
             for (int i = 0; i < 128; ++i) d[i] = 0.f;
             int prev = -1;
-            for (int kt = 0; kt < nk; ++kt, ++it) {
+            for (int kt = kb; kt < ke; ++kt, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(full + 8 * s, (it / STAGES) & 1);
                 wgmma_fence();
@@ -688,7 +742,9 @@ hopper_ws(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc t
 #endif
             wgmma_wait<0>();
             if (prev >= 0 && (threadIdx.x & 127) == 0) release_slot(empty + 8 * prev, rank);
-#if EPI_TMA
+#if SPLIT_K
+            store_partial(d, W + (size_t)(u / tiles) * M * N, M, N, m0 + 64 * cw, n0);   // an empty range stores zeros
+#elif EPI_TMA
             if (cw == 0) store_acc_tma<1>(d, &tmC, sC, (threadIdx.x & 127) == 0, m0, n0);
             else         store_acc_tma<2>(d, &tmC, sC + C_HALF_BYTES, (threadIdx.x & 127) == 0, m0 + 64, n0);
 #else

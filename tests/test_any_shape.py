@@ -71,3 +71,14 @@ def test_recorded_zoo_dispatcher_is_at_least_as_fast_on_90_percent():
     # every row's verdict is computed from its own records, not copied
     for r in rows:
         assert ch.zoo_row(r["records"])["within 3% of best"] == r["within 3% of best"]
+
+
+def test_hopper_splitk_plan_uses_chapter_10s_k_tile():
+    """The Hopper split-K strategy counts k-tiles of 64 (chapter 10's BK), always splits,
+    and is refused where the GPU cannot run sm_90a code (here: no GPU)."""
+    p = ch.plan_for("hopper_splitk", 512, 512, 32768, True, sms=132)
+    assert p.operands == "hopper" and p.schedule == "splitk" and p.reduction == "twopass"
+    assert p.splits == model.choose_splits(512, 512, 32768, 132, model.HOPPER_CFG)[0] == 16
+    assert ch.plan_for("hopper_splitk", 35, 79, 19, False, sms=132).splits == 2
+    assert "split-K" in p.name and p.name.startswith("hopper")
+    assert ch.can_run("hopper_splitk") is not None

@@ -164,3 +164,17 @@ def test_ptxas_warnings_are_seen(tmp_path, monkeypatch):
     monkeypatch.setattr(kc, "KERNEL_DIR", tmp_path)
     r = kc.nvcc_check("w.cu", "k", {}, arch="sm_90a")
     assert any("C7508" in w for w in r["warnings"]), r     # an "info" line, not a "warning", in ptxas's log
+
+
+@pytest.mark.skipif(kc.nvcc_path() is None, reason="nvcc not found: the ptxas log check needs it")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_splitk_build_of_chapter_9_compiles_clean(dtype):
+    """Chapter 9's split-K build of this kernel (rung 4's parameters + SPLIT_K=1, not a
+    catalog entry: helpers.runtime.anyshape._hopper_splitk) has no spill and no warning,
+    and SPLIT_K with the TMA-store epilogue is refused by the kernel's static_assert."""
+    spec = catalog.get(ch.key("r5_tma_store", dtype))
+    p = {**spec.defaults, "EPI_TMA": 0}
+    r = kc.nvcc_check(spec.file, spec.entry, {**spec.defines(p), "SPLIT_K": 1}, arch="sm_90a")
+    assert not r["warnings"] and r["spill_stores"] == r["spill_loads"] == 0, r
+    with pytest.raises(Exception, match="SPLIT_K"):
+        kc.nvcc_check(spec.file, spec.entry, {**spec.defines(spec.defaults), "SPLIT_K": 1}, arch="sm_90a")

@@ -183,8 +183,9 @@ SPLITK_SHAPES = ((512, 512, 32768), (256, 256, 65536), (1024, 1024, 16384))
 def splitk_rows(dtype: str = "float16", shapes=SPLITK_SHAPES, rounds: int = 3) -> list:
     """Live: on each shape the kernel without split-K, and split-K at the model's split count
     with the two-pass and the atomic reduction, and the two-pass one at half and twice the
-    model's count. Records gain ``over_no_split`` (speed over the unsplit kernel, same run)
-    and ``splits``."""
+    model's count; on sm_90 also chapter 10's kernel without and with split-K (two-pass).
+    Records gain ``over_no_split`` (speed over the same kernel unsplit, same run) and
+    ``splits``."""
     out = []
     for shape in shapes:
         M, N, K = shape
@@ -192,11 +193,14 @@ def splitk_rows(dtype: str = "float16", shapes=SPLITK_SHAPES, rounds: int = 3) -
         items = ["dp", "splitk", "splitk_atomic"] + [
             model.Plan(schedule="splitk", splits=x, reason=f"split-K {x}: the model's {s} {'halved' if x < s else 'doubled'}")
             for x in (s // 2, 2 * s) if x >= 2]
+        hopper = can_run("hopper") is None           # sm_90: chapter 10's kernel with and without split-K
+        items += ["hopper", "hopper_splitk"] if hopper else []
         recs = measure(items, shape, dtype, rounds=rounds)
-        base = recs[0]["value"]
-        for r, it in zip(recs, items):
+        for i, (r, it) in enumerate(zip(recs, items)):
             p = it if isinstance(it, model.Plan) else plan_for(it, M, N, K, True)
-            out.append({**r, "splits": p.splits, "over_no_split": bench.sig(r["value"] / base, 3) if r["value"] else None})
+            base = recs[items.index("hopper") if str(it).startswith("hopper") else 0]["value"]
+            out.append({**r, "splits": p.splits,
+                        "over_no_split": bench.sig(r["value"] / base, 3) if r["value"] and base else None})
     return out
 
 

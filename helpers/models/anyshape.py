@@ -28,6 +28,7 @@ import numpy as np
 from .raster import cdiv
 
 CFG = {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 8}   # heaven 7's tile
+HOPPER_CFG = {**CFG, "BK": 64}   # chapter 10's tile (128 x 256, one 64-wide swizzle atom of K per k-tile)
 RATE_PER_SM = 2.9e12        # FLOP/s per SM, all SMs busy (H200, heaven-7 main loop)
 COPY_BPS = 4.2e12           # copy kernels, bytes read + written per second
 LAUNCH_S = 4e-6             # one extra kernel launch, seconds

@@ -126,7 +126,7 @@ def run(plan: model.Plan, A, B, C) -> None:
     N = B.shape[1]
     dtype = str(A.dtype)
     if plan.operands == "hopper":
-        return _run_hopper(A, B, C, M, N, K, dtype)
+        return _run_hopper(A, B, C, M, N, K, dtype, plan.splits if plan.schedule == "splitk" else 1)
     fns = _kernels(dtype, plan.operands != "regs")
     cfg = model.CFG
     smem_b, n_threads = smem(cfg), threads(cfg)
@@ -180,13 +180,31 @@ def run(plan: model.Plan, A, B, C) -> None:
 
 HOPPER = {"float16": "hopper_r5_tma_store_f16", "bfloat16": "hopper_r5_tma_store_bf16"}
 _HOPPER_LAUNCH: dict = {}
+_HOPPER_SPLITK: dict = {}
 
 
-def _run_hopper(A, B, C, M, N, K, dtype) -> None:
+def _hopper_splitk(dtype: str) -> tuple:
+    """Chapter 10's kernel built for split-K: rung 5's configuration with the direct
+    epilogue (EPI_TMA=0, i.e. rung 4) and SPLIT_K=1, which adds the arguments (W, splits)
+    and stores fp32 partial tiles. Not a catalog entry: alone it computes no C (the
+    reduction completes it), so the catalog's generic launches and tests must not run
+    it. Returns (spec, params, kernel, shared memory bytes); compiled once per dtype."""
+    if dtype not in _HOPPER_SPLITK:
+        spec = catalog.get(HOPPER[dtype])
+        p = {**spec.defaults, "EPI_TMA": 0}
+        fn = kc.build(spec.file, spec.entry, {**spec.defines(p), "SPLIT_K": 1}, extra_options=spec.compile_options)
+        fn.max_dynamic_shared_size_bytes = spec.smem(p)
+        _HOPPER_SPLITK[dtype] = (spec, p, fn, spec.smem(p))
+    return _HOPPER_SPLITK[dtype]
+
+
+def _run_hopper(A, B, C, M, N, K, dtype, splits: int = 1) -> None:
     """Chapter 10's last rung on any shape: A and B copied (where needed) into C-contiguous
     buffers with K and N rounded up to 8 (the padding is zero, so it adds nothing), the
     kernel on (M, N8, K8) (TMA zero-fills the M, N and K tails of its tiles), C copied out
-    of an M x N8 buffer when N % 8 != 0 or C is not 16-byte aligned."""
+    of an M x N8 buffer when N % 8 != 0 or C is not 16-byte aligned. With ``splits`` > 1:
+    split-K on rung 4 (:func:`_hopper_splitk`), a persistent grid over tiles x splits
+    units, fp32 slabs W[z][M][N8], then chapter 9's deterministic ``splitk_reduce``."""
     fns = _kernels(dtype, True)
     k8, n8 = model.round_up(K, 8), model.round_up(N, 8)
     Ap = A if (k8 == K and A.data.ptr % 16 == 0) else _pad(fns, A, M, K, M, k8, "hopA")
@@ -194,16 +212,26 @@ def _run_hopper(A, B, C, M, N, K, dtype) -> None:
     direct = n8 == N and C.data.ptr % 16 == 0
     Cp = C if direct else scratch("hopC", (M, n8), C.dtype)
     shape = (M, n8, k8)
-    if (dtype, shape) not in _HOPPER_LAUNCH:
-        _HOPPER_LAUNCH[(dtype, shape)] = launch.prepare(HOPPER[dtype], shape)
-    _HOPPER_LAUNCH[(dtype, shape)](Ap, Bp, Cp, M, n8, k8)
+    if splits > 1:
+        spec, p, fn, smem_b = _hopper_splitk(dtype)
+        cl, sms = p["CLUSTER_M"], sm_count()
+        units = cdiv(cdiv(M, 128), cl) * cdiv(n8, 256) * splits     # (tile, k range) pairs, per cluster
+        W = scratch("hopW", (splits * M * n8,), np.float32)
+        fn((max(cl, min(sms - sms % cl, units * cl)),), (384,),
+           spec.args(p, Ap, Bp, Cp, M, n8, k8, W, np.int32(splits)), shared_mem=smem_b)
+        _copy(fns["splitk_reduce"], M * n8, (W, Cp, np.int32(M), np.int32(n8), np.int32(n8), np.int32(splits),
+                                             np.int32(0)))
+    else:
+        if (dtype, shape) not in _HOPPER_LAUNCH:
+            _HOPPER_LAUNCH[(dtype, shape)] = launch.prepare(HOPPER[dtype], shape)
+        _HOPPER_LAUNCH[(dtype, shape)](Ap, Bp, Cp, M, n8, k8)
     if not direct:
         _copy(fns["unpad_copy"], M * cdiv(N, 8), (Cp, np.int32(n8), C, np.int32(M), np.int32(N), np.int64(N)))
 
 
 # ------------------------------------------------------------------ strategies and the dispatcher
 STRATEGIES = ("auto", "dp", "regs", "repack", "padding", "splitk", "splitk_atomic", "streamk", "streamk_sk",
-              "hopper")
+              "hopper", "hopper_splitk")
 
 
 def plan_for(strategy: str, M: int, N: int, K: int, aligned: bool, sms: int | None = None) -> model.Plan:
@@ -213,7 +241,8 @@ def plan_for(strategy: str, M: int, N: int, K: int, aligned: bool, sms: int | No
     B read in place if ``aligned`` else repacked; "regs", "repack", "padding": data-parallel
     with that operand path; "splitk" / "splitk_atomic": the model's split count (at least 2),
     two-pass or atomic; "streamk": CUTLASS's hybrid (whole waves but one data-parallel),
-    "streamk_sk": every tile streamed; "hopper": chapter 10's rung 5 (sm_90 only).
+    "streamk_sk": every tile streamed; "hopper": chapter 10's rung 5 (sm_90 only);
+    "hopper_splitk": its split-K (two-pass, at least 2 splits, sm_90 only).
     Raises ValueError for an unknown name."""
     require(strategy in STRATEGIES, "strategy", strategy, f"must be one of {STRATEGIES}")
     sms = sms or sm_count()
@@ -231,6 +260,10 @@ def plan_for(strategy: str, M: int, N: int, K: int, aligned: bool, sms: int | No
         return model.Plan(operands=ops, schedule="streamk", policy=pol, reason=f"stream-K {pol} (asked for)")
     if strategy == "hopper":
         return model.Plan(operands="hopper", reason="chapter 10's TMA + wgmma kernel after a repack (asked for)")
+    if strategy == "hopper_splitk":
+        s = max(2, model.choose_splits(M, model.round_up(N, 8), model.round_up(K, 8), sms, model.HOPPER_CFG)[0])
+        return model.Plan(operands="hopper", schedule="splitk", splits=s,
+                          reason=f"chapter 10's kernel, split-K {s} with fp32 partials (asked for)")
     return model.Plan(operands=ops, reason="data-parallel (asked for)")
 
 
@@ -239,7 +272,7 @@ def can_run(strategy: str) -> str | None:
     if not gpu.live():
         return "no GPU here"
     cc = gpu.capability()                 # GEMM_BOOK_SIMULATE can force it down on a real GPU
-    if strategy == "hopper":
+    if strategy.startswith("hopper"):
         spec = catalog.get(HOPPER["float16"])
         return None if spec.runs_on(cc) else f"needs {spec.needs()}; this GPU is sm_{cc[0]}{cc[1]}"
     return None if tuple(cc) >= MIN_CC else f"needs sm_80 or newer; this GPU is sm_{cc[0]}{cc[1]}"

@@ -67,7 +67,7 @@ def _split(cfgs, measure, dtype, shape, metric, reference, *args):
 
 
 def gemm(items, shape=(4096, 4096, 4096), dtype: str | None = None, verify_each: bool = True,
-         rounds: int = 3) -> list:
+         rounds: int = 3, budget_ms: float = 400.0) -> list:
     """Measure GEMM kernels; ``items`` are catalog keys or (key, params) pairs.
 
     ``shape`` is (M, N, K). All kernels must share one input dtype (``dtype``
@@ -76,7 +76,8 @@ def gemm(items, shape=(4096, 4096, 4096), dtype: str | None = None, verify_each:
     ``ratio`` (= value / reference_value), ``rel_err``, ``ms``, ``repeats`` and
     ``source`` ("live" or "recorded"). Each kernel is timed against its own
     cuBLAS run in ``rounds`` alternating rounds (:func:`helpers.runtime.timing.time_pair`),
-    so a GPU that slows down as it heats does not favour whichever ran first.
+    so a GPU that slows down as it heats does not favour whichever ran first; each pair
+    gets about ``budget_ms`` of timed calls.
     Raises ValueError for bad params, shapes or ``rounds``, WrongResult for a
     wrong kernel.
     """
@@ -108,7 +109,7 @@ def gemm(items, shape=(4096, 4096, 4096), dtype: str | None = None, verify_each:
             verify.poison(C)
             run()
             err = verify.check(C, ref, dtype, what=f"{spec.key} {p}")
-        t = timing.time_pair(run, blas, rounds=rounds)
+        t = timing.time_pair(run, blas, rounds=rounds, budget_ms=budget_ms)
         tf, ref_tf = timing.tflops(fl, t["ms"]), timing.tflops(fl, t["ref_ms"])
         recs.append(results.Record(chapter=spec.chapter, kernel=spec.key, title=spec.title, params=p, dtype=dtype,
                                    shape=[M, N, K], metric="TFLOP/s", value=sig(tf), reference="cuBLAS",
