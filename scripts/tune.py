@@ -1,17 +1,24 @@
 """Autotune kernels of the book on this GPU (heaven 8) and record the result.
 
-Usage (on a GPU): ``python scripts/tune.py [--kernels cp_async mma_sync_f16 mma_sync_bf16]
-[--top 16] [--sample 8] [--seed 0] [--shape 4096 4096 4096] [--out results/<gpu>-tuning.json]``
+Usage (on a GPU):
+    python scripts/tune.py [--kernels cp_async mma_sync_f16 mma_sync_bf16] [--top 16] [--sample 8]
+                           [--seed 0] [--local-steps 3] [--shape 4096 4096 4096]
+    python scripts/tune.py --exhaustive mma_sync_f16      # every valid configuration, timed once
+    python scripts/tune.py --accuracy                     # compare the two files, no GPU needed
 
 For each kernel: every combination of its slider choices is pruned by the catalog's rules
 (this GPU's shared-memory limit included), ranked by helpers.models.tuning's cost model
-(with chapter 7's ldmatrix bank model for mma_sync) with registers from nvcc (the head of an estimate's order when the space is too large),
-then the top ``--top`` plus a seeded random ``--sample`` of the rest are compiled in
-parallel and timed against cuBLAS in the same run (helpers.runtime.tune.tune). Writes
-one document per kernel, with provenance, the timed configurations, the winner and the
-model's Spearman correlation with the measurements.
+(with chapter 7's ldmatrix bank model for mma_sync) with registers from nvcc (a head of the
+estimate's order spread over block tiles when the space is too large), then the top ``--top``,
+a seeded random ``--sample`` of the rest and the kernel's current default are compiled in
+parallel and timed against cuBLAS in the same run, and the fastest is refined through its
+one-step neighbours (helpers.runtime.tune.tune). Writes results/<gpu>-tuning.json (one
+document per kernel, with provenance); --exhaustive writes results/<gpu>-tuning-exhaustive.json.
+--accuracy prints, for each kernel in both files, where the tuner's pick stands in the
+exhaustive table (same measurement run for both numbers) and what share of the space it timed.
 """
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -19,7 +26,29 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import helpers  # noqa: E402,F401  (fills the catalog)
 from helpers.chapters.ch08_profiling import TUNE_SHARED_EFF  # noqa: E402
-from helpers.runtime import gpu, tune  # noqa: E402
+from helpers.runtime import gpu, results, tune  # noqa: E402
+
+
+def accuracy(slug: str = "h200") -> list:
+    """Rows comparing the tuner's pick with the exhaustive best, per kernel in both files."""
+    tuned = json.loads((results.RESULTS_DIR / f"{slug}-tuning.json").read_text())
+    full = json.loads((results.RESULTS_DIR / f"{slug}-tuning-exhaustive.json").read_text())
+    rows = []
+    for ex in full["runs"]:
+        run = next((r for r in tuned["runs"] if r["kernel"] == ex["kernel"]), None)
+        if run is None:
+            continue
+        table = {json.dumps(r["params"], sort_keys=True): r for r in ex["timed"]}
+        pick = table.get(json.dumps(run["best"]["params"], sort_keys=True))
+        valid = ex["space"] - ex["refused"]
+        rows.append({"kernel": ex["kernel"], "valid configurations": valid, "tuner timed": len(run["timed"]),
+                     "share timed": round(len(run["timed"]) / valid, 3),
+                     "exhaustive best TFLOP/s": ex["best"]["value"],
+                     "tuner's pick in the exhaustive run, TFLOP/s": pick["value"] if pick else None,
+                     "pick / best": round(pick["value"] / ex["best"]["value"], 4) if pick else None,
+                     "rank of the pick in the exhaustive run": (1 + sum(r["value"] > pick["value"] for r in ex["timed"]))
+                     if pick else None})
+    return rows
 
 
 def main(argv=None) -> int:
@@ -28,20 +57,34 @@ def main(argv=None) -> int:
     ap.add_argument("--top", type=int, default=16)
     ap.add_argument("--sample", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--local-steps", type=int, default=3)
     ap.add_argument("--shape", nargs=3, type=int, default=[4096, 4096, 4096], metavar=("M", "N", "K"))
+    ap.add_argument("--exhaustive", metavar="KERNEL", help="time every valid configuration of KERNEL once")
+    ap.add_argument("--accuracy", action="store_true", help="compare the tuning and exhaustive files and exit")
     ap.add_argument("--slug", help="results file slug (default: this GPU's)")
     a = ap.parse_args(argv)
+    if a.accuracy:
+        for row in accuracy(a.slug or "h200"):
+            print(json.dumps(row))
+        return 0
     if not gpu.live():
         print("tune.py: no GPU visible; nothing timed", file=sys.stderr)
         return 1
+    if a.exhaustive:
+        doc = tune.exhaustive(a.exhaustive, tuple(a.shape))
+        b = doc["best"]
+        print(f"{a.exhaustive}: {doc['space'] - doc['refused']} valid configurations timed once; best "
+              f"{b['value']:.1f} TFLOP/s = {b['ratio']:.3f} x cuBLAS {b['params']}", flush=True)
+        print("wrote", tune.save([doc], a.slug, name="tuning-exhaustive"))
+        return 0
     docs = []
     for key in a.kernels:
         doc = tune.tune(key, tuple(a.shape), top=a.top, sample=a.sample, seed=a.seed,
-                        shared_eff=TUNE_SHARED_EFF.get(key))
-        b = doc["best"]
+                        shared_eff=TUNE_SHARED_EFF.get(key), local_steps=a.local_steps)
+        b, d = doc["best"], doc["baseline"]
         print(f"{key}: {doc['space']} configurations, {doc['refused']} refused by the rules, {doc['ranked']} ranked, "
               f"{len(doc['timed'])} timed; best {b['value']:.1f} TFLOP/s = {b['ratio']:.3f} x cuBLAS {b['params']}; "
-              f"model Spearman {doc['model_spearman']}", flush=True)
+              f"default {d['value']:.1f} TFLOP/s = {d['ratio']:.3f}; model Spearman {doc['model_spearman']}", flush=True)
         docs.append(doc)
     print("wrote", tune.save(docs, a.slug))
     return 0

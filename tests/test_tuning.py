@@ -121,3 +121,50 @@ def test_model_against_the_recorded_h200_sweep():
     slowest = min(recs, key=lambda r: r["value"])
     assert slowest["params"]["SWIZZLE"] == 0 and last == slowest["params"]
     assert rhos["banks"] > rhos["plain"] > 0, rhos
+
+
+def test_neighbours_move_one_parameter_one_step():
+    choices = {"A": (1, 2, 4), "B": (8, 16)}
+    n = tune.neighbours({"A": 2, "B": 8, "C": 0}, choices)
+    assert sorted((q["A"], q["B"]) for q in n) == [(1, 8), (2, 16), (4, 8)] and all(q["C"] == 0 for q in n)
+    assert tune.neighbours({"A": 3, "B": 16}, choices) == [{"A": 3, "B": 8}]   # off-grid A: not moved
+
+
+def test_diverse_head_keeps_every_tile_shape():
+    """Equal scores (a flat model) must not fill the head with the first tile shape."""
+    ranked = [{"params": {"BM": bm, "BN": bn, "X": x}, "score": 0.5} for bm in (64, 128) for bn in (64, 256)
+              for x in range(10)]
+    head = tune.diverse_head(ranked, 8)
+    assert len(head) == 8 and len({(h["params"]["BM"], h["params"]["BN"]) for h in head}) == 4
+    best = [{"params": {"BM": 64, "BN": 64, "X": 0}, "score": 0.9}] + ranked
+    assert tune.diverse_head(best, 4)[0]["score"] == 0.9
+
+
+def test_tune_times_the_default_and_climbs_from_the_best(monkeypatch):
+    """With a fake GPU whose speed peaks at one configuration far from the model's picks,
+    the tuner times the default (baseline), then refines step by step towards the peak."""
+    key = "mma_sync_f16"
+    spec = catalog.get(key)
+    ok, _ = tune.candidates(key, SHAPE, smem_limit=DEVICE_LIMITS["sm_90"]["smem_per_block_max"])
+    peak = {**spec.defaults, "STAGES": 2, "GROUP_M": 1}
+    assert peak in ok and peak != spec.defaults
+
+    ch = spec.slider_choices
+
+    def speed(p):   # fastest at `peak`, 5 % slower per step away from it along any slider
+        return 400.0 * 0.95 ** sum(abs(list(ch[k]).index(p[k]) - list(ch[k]).index(peak[k])) for k in ch)
+
+    monkeypatch.setattr(tune.gpu, "live", lambda: True)
+    monkeypatch.setattr(tune.gpu, "device_info", lambda: {"cc": (9, 0), "sms": 132, "name": "fake"})
+    monkeypatch.setattr(tune.gpu, "target", lambda: None)
+    monkeypatch.setattr(tune.launch, "device_limits", lambda arch=None: DEVICE_LIMITS["sm_90"])
+    monkeypatch.setattr(tune.results, "provenance", lambda: {"gpu": "fake"})
+    monkeypatch.setattr(tune, "resources", lambda k, configs, arch, progress=False: _fake_res(configs))
+    monkeypatch.setattr(tune, "_pool_map", lambda *a, **k: [])
+    monkeypatch.setattr(tune.bench, "gemm", lambda items, shape, rounds=3, budget_ms=400.0: [
+        {"params": p, "value": speed(p), "ratio": speed(p) / 700.0} for _, p in items])
+    doc = tune.tune(key, SHAPE, top=2, sample=1, progress=False, local_steps=5)
+    stages = [r["stage"] for r in doc["timed"]]
+    assert doc["baseline"]["params"] == spec.defaults and "local" in stages
+    assert doc["best"]["params"] == peak, doc["best"]
+    assert doc["space"] == len(ok) + doc["refused"] and len(doc["timed"]) < len(ok) // 4
