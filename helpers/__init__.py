@@ -21,6 +21,7 @@ figures/   every Plotly figure and every display
     show                 display figures, kernel sources, tables, notes (live and in the book)
     records              measurement records as tables and bars
     profiling            chapter 8: panel tables, speed-of-light and stall bars, the measured-traffic roofline
+    tuning               chapter 8's autotuner: every timed configuration, model vs measured rank, winner vs default panels
     roofline sweep mapping tiles banks fragments precision probes anyshape hopper staircase   the figures of each topic
 models/    pure Python/NumPy models of what the kernels do (no runtime, no Plotly)
     raster               cdiv and the one block rasterisation
@@ -55,6 +56,8 @@ runtime/   compile, check, launch, verify, time, record (no chapter knowledge, n
     tma                  TMA tensor-map descriptors (cuda.bindings, ctypes fallback) for chapter 10
     panels               chapter 8's Nsight Compute panel of one launch: profiled live, or recorded
     tune                 the autotuner: prune by the catalog's rules, rank (nvcc registers), compile, time
+    defaults             a kernel's defaults on the GPU the book decides for: the tuner's same-run winner
+                         (results/<gpu>-tuning.json), or its fastest timed configuration that fits
 """
 from . import chapters  # noqa: F401  (registers every chapter's kernels in runtime.catalog)
 from .colab import setup  # noqa: F401,E402  (helpers.setup(): the first cell of every notebook)

@@ -10,14 +10,16 @@
 
 Without a GPU they return the records of ``results/<gpu>.json`` instead,
 marked ``source="recorded"``; a kernel never recorded comes back with
-``value=None``. A kernel the GPU cannot run (:func:`helpers.runtime.launch.unable`:
+``value=None``; a configuration the autotuner timed (a tuned default,
+:mod:`helpers.runtime.defaults`) is read from ``results/<gpu>-tuning.json`` when the results
+file lacks it. A kernel the GPU cannot run (:func:`helpers.runtime.launch.unable`:
 its compute capability or its shared memory, on the real or the simulated GPU)
 comes back recorded too, its title labelled with why ("needs sm_80 or newer; this
 GPU is sm_75: recorded on NVIDIA H200"), while the others are measured live. Each record follows the results contract (docs/architecture.md).
 """
 from __future__ import annotations
 
-from . import catalog, gpu, launch, results, timing, verify
+from . import catalog, defaults, gpu, launch, results, timing, verify
 
 Config = "str | tuple[str, dict]"
 
@@ -37,7 +39,7 @@ def _configs(items) -> list:
 
 
 def _recorded(spec, p, dtype, shape, metric, reference):
-    r = results.lookup(spec.key, p, dtype, shape)
+    r = results.lookup(spec.key, p, dtype, shape) or defaults.lookup(spec.key, p, dtype, shape)
     if r is None:
         return results.Record(chapter=spec.chapter, kernel=spec.key, title=spec.title, params=p, dtype=dtype,
                               shape=list(shape), metric=metric, value=None, reference=reference,

@@ -22,6 +22,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
+from . import defaults as gpu_defaults
 from .checks import positive_int, require, require_all
 
 
@@ -128,12 +129,24 @@ class Kernel:
         return ok + [c for c in self.configs() if c not in ok]
 
     def params(self, **overrides) -> dict:
-        """Defaults updated with ``overrides``; an unknown name is a ValueError."""
+        """Defaults updated with ``overrides``; an unknown name is a ValueError. With no
+        overrides: the defaults on the GPU the book decides for (:meth:`default_params`);
+        overrides apply to the shipped ``defaults`` (what a recorded sweep point varies)."""
         for k, v in overrides.items():
             require(k in self.defaults, k, v,
                     f"is not a parameter of {self.key} (it takes {sorted(self.defaults) or 'none'})")
             require(isinstance(v, int) and not isinstance(v, bool), k, v, "must be an integer")
+        if not overrides:
+            return self.default_params()
         return {**self.defaults, **overrides}
+
+    def default_params(self) -> dict:
+        """The defaults on the GPU the book decides for: the autotuner's configuration that
+        replaces the shipped ``defaults`` there (:func:`helpers.runtime.defaults.resolve`: a
+        same-run winner from ``results/<gpu>-tuning.json``, or the fastest timed one that fits
+        a smaller GPU's shared memory), else ``defaults``."""
+        r = gpu_defaults.resolve(self)
+        return dict(r["params"]) if r else dict(self.defaults)
 
     def defines(self, p: dict) -> dict:
         """The -D values of a build: ``p`` plus the variant's ``fixed`` values."""

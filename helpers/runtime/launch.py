@@ -68,7 +68,8 @@ def device_limits(arch: str | None = None) -> dict:
 
 def unable(spec: catalog.Kernel, p: dict | None = None) -> str | None:
     """Why the GPU the book decides for (:func:`helpers.runtime.gpu.target`) cannot run
-    kernel ``spec`` with parameters ``p`` (default: its defaults), or None when it can,
+    kernel ``spec`` with parameters ``p`` (default: its defaults on that GPU, which may be a
+    tuned configuration that fits: :mod:`helpers.runtime.defaults`), or None when it can,
     or when there is no such GPU (recorded mode, nothing simulated). Two reasons: its
     compute capability ("needs sm_80 or newer; this GPU is sm_75") and its shared memory
     per block ("needs 192 KB of shared memory per block; this GPU allows 99 KB")."""
@@ -79,7 +80,7 @@ def unable(spec: catalog.Kernel, p: dict | None = None) -> str | None:
     here = f"this GPU is sm_{cc[0]}{cc[1]}" + (f" (simulated {t['name']})" if t.get("simulated") else "")
     if not spec.runs_on(cc):
         return f"needs {spec.needs()}; {here}"
-    smem = spec.smem({**spec.defaults, **(p or {})})
+    smem = spec.smem({**spec.defaults, **p} if p else spec.params())
     if smem > t["smem_per_block_max"]:
         return (f"needs {smem / 1024:.0f} KB of shared memory per block; {here}, which allows "
                 f"{t['smem_per_block_max'] / 1024:.0f} KB")
