@@ -96,6 +96,12 @@ def test_a_tuned_winner_replaces_the_default_only_when_it_beat_it_in_the_same_ru
     assert MMA.params() == MID                                      # the default timed among the others
     env("h200", {"h200": _doc([_rec(MID, 900.0)])})
     assert MMA.params() == MMA.defaults                             # never timed beside the default: not compared
+    # a re-run whose baseline was the previous winner keeps it while nothing beats it ...
+    env("h200", {"h200": _doc([_rec(MID, 410.0), _rec(SMALL, 380.0)], baseline=_rec(MID, 410.0))})
+    assert MMA.params() == MID and "the default of that run's 410" in defaults.resolve(MMA)["source"]
+    # ... and moves on to what beat it in that run
+    env("h200", {"h200": _doc([_rec(MID, 405.0), _rec(SMALL, 415.0)], baseline=_rec(MID, 405.0))})
+    assert MMA.params() == SMALL
 
 
 def test_recorded_mode_reads_the_recording_gpus_file(env):

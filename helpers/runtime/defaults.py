@@ -12,10 +12,11 @@ them, read from the autotuner's file ``results/<slug>-tuning.json``
    configuration that fits, from this GPU's own tuning file, else from the recording GPU's
    (labelled as timed there), instead of a refusal. None fits: the refusal stays.
 2. **tuned**: the GPU's own tuning file (recorded mode: the recording GPU's) has a run of the
-   kernel at the book's shape whose fastest timed configuration beat the shipped default timed
-   *in the same run* (the run's ``baseline``, or a timed entry with the default's parameters).
-   Without such a same-run timing the shipped default stays: ratios from different runs
-   (different clocks, another cuBLAS timing) are not compared.
+   kernel at the book's shape that timed the default *in the same run* (the run's ``baseline``:
+   the default in force when it ran, or a timed entry with the shipped default's parameters):
+   the fastest configuration of that run is the default (it is the shipped one again when
+   nothing beat it). Without such a same-run timing the shipped default stays: ratios from
+   different runs (different clocks, another cuBLAS timing) are not compared.
 
 :meth:`helpers.runtime.catalog.Kernel.params` calls :func:`resolve` when asked for the
 defaults with no overrides; overrides still apply to the shipped defaults (a recorded sweep
@@ -98,12 +99,16 @@ def best_fitting(spec, doc: dict | None, smem_limit: int | None) -> dict | None:
 
 
 def same_run_winner(spec, doc: dict | None) -> tuple[dict, dict] | None:
-    """(winner, baseline) of the first run of ``spec`` in ``doc`` that timed the shipped default:
-    the fastest valid configuration and the default's own record, both of that run. None when no
-    run timed the default (then nothing says the winner is faster on equal terms)."""
+    """(winner, baseline) of the first run of ``spec`` in ``doc`` that timed a default: the
+    fastest valid configuration of that run and the default it timed beside it (the run's
+    ``baseline``: the default in force when it ran, which may itself be an earlier run's winner;
+    else a timed entry with the shipped default's parameters). None when no run timed a default
+    (then nothing says the winner is faster on equal terms)."""
     for run in _runs(doc, spec):
         recs = run_records(run)
-        base = next((r for r in recs if r["params"] == spec.defaults), None)
+        b = run.get("baseline")
+        bp = b.get("params") if isinstance(b, dict) else spec.defaults
+        base = next((r for r in recs if r["params"] == bp), None)
         valid = [r for r in recs if _valid(spec, r["params"], None)]
         if base is not None and valid:
             return max(valid, key=lambda r: r["value"]), base
@@ -159,12 +164,13 @@ def _resolve(spec, t: dict | None, slug: str) -> dict | None:
     won = same_run_winner(spec, own)
     if won is None:
         return None
-    best, base = won
-    if best["params"] == spec.defaults or best["value"] <= base["value"]:
+    best, base = won                         # best >= base: the baseline is one of the run's records
+    if best["params"] == spec.defaults:
         return None
+    what = "the shipped default's" if base["params"] == spec.defaults else "the default of that run's"
     return {"params": dict(best["params"]), "why": "tuned", "value": best["value"], "ratio": best.get("ratio"),
-            "source": (f"the autotuner's winner, {_where(slug, own)}: {best['value']:.4g} against the shipped "
-                       f"default's {base['value']:.4g} {best.get('metric', 'TFLOP/s')} in the same run")}
+            "source": (f"the autotuner's winner, {_where(slug, own)}: {best['value']:.4g} against {what} "
+                       f"{base['value']:.4g} {best.get('metric', 'TFLOP/s')} in the same run")}
 
 
 def explain(spec) -> str:
