@@ -655,8 +655,22 @@ extern "C" __global__ void splitk_reduce(float* __restrict__ W, T* __restrict__ 
     const long long MN = (long long)M * N;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < MN;
          i += (long long)gridDim.x * blockDim.x) {
+        // s = W[0][i] + W[1][i] + ... in that order, eight slabs per step: the
+        // eight loads are independent, so they are in flight together (the
+        // plain loop waits for each load before the next), while the adds keep
+        // the order z = 0, 1, 2, ...: the sum is bitwise the plain loop's.
         float s = 0.f;
-        for (int z = 0; z < splits; ++z)
+        int z = 0;
+        for (; z + 8 <= splits; z += 8) {
+            float v[8];
+            #pragma unroll
+            for (int j = 0; j < 8; ++j)
+                v[j] = W[(z + j) * MN + i];
+            #pragma unroll
+            for (int j = 0; j < 8; ++j)
+                s += v[j];
+        }
+        for (; z < splits; ++z)
             s += W[z * MN + i];
         if (clear)
             W[i] = 0.f;
