@@ -4,6 +4,8 @@ Usage (on a GPU with Nsight Compute):
 
     python scripts/ncu_panels.py --out results/h200-ncu-panels.json [--shape 4096 4096 4096]
     python scripts/ncu_panels.py --launch cp_async [--shape M N K] [--params '{"BK": 8}']
+    python scripts/ncu_panels.py --tuned results/h200-tuning.json --out results/h200-ncu-tuned.json
+        [--kernels cp_async mma_sync_f16]
 
 The first form profiles the headline kernel (helpers.chapters.common.HEADLINE,
 default parameters) of every heaven this GPU can run, one launch each, under
@@ -18,6 +20,10 @@ and writes every raw metric of each launch, the exact command and provenance
 (GPU, driver, CUDA runtime, CuPy, date, commit, ncu version) to --out (numeric
 values only, without the per-unit .min/.max roll-ups). Metrics
 that `ncu --query-metrics` does not know are dropped and listed. The second
+form (``--tuned``) profiles, for each kernel of an autotuner file (``--kernels``: some of
+them), its shipped default and the tuner's winner (the run's "best"), one launch each, in
+one ncu run the same way, and writes them with "role" ("default" or "winner") for chapter
+8's winner-beside-default panel (``helpers.runtime.panels.TUNED_ARTIFACT``). The third
 form is the child the notebook's one-kernel call (helpers.runtime.panels.profile)
 runs under ncu: one launch of one kernel, checked against a float64 reference.
 ``--query-out FILE`` also saves the output of `ncu --query-metrics`.
@@ -51,6 +57,24 @@ def plan(shape) -> list:
             for h, k in sorted(HEADLINE.items()) if k in catalog.KERNELS and catalog.get(k).runs_on(cc)]
 
 
+def tuned_plan(tuning_file: str, kernels=None, shape=None) -> list:
+    """Each kernel's shipped default and its tuner's winner (a run's "best"), from a tuning
+    file, as profile items with "role"; the winner is left out where it is the default.
+    ``shape``: only runs of that shape (default: every run's own)."""
+    doc = json.loads(Path(tuning_file).read_text())
+    items = []
+    for run in doc.get("runs", []):
+        k = run["kernel"]
+        if (kernels and k not in kernels) or (shape and list(run["shape"]) != list(shape)) or not run.get("best"):
+            continue
+        base = catalog.get(k).defaults
+        items.append({"key": k, "params": dict(base), "shape": list(run["shape"]), "role": "default"})
+        if run["best"]["params"] != base:
+            items.append({"key": k, "params": dict(run["best"]["params"]), "shape": list(run["shape"]),
+                          "role": "winner", "ratio": run["best"].get("ratio")})
+    return items
+
+
 def child(plan_file: str) -> None:
     for it in json.loads(Path(plan_file).read_text()):
         err = panels.launch_once(it["key"], it["params"], it["shape"])
@@ -65,7 +89,10 @@ def record(a) -> int:
     if a.query_out:
         q = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True)
         Path(a.query_out).write_text(q.stdout + q.stderr)
-    items = plan(a.shape)
+    items = tuned_plan(a.tuned, a.kernels) if a.tuned else plan(a.shape)
+    if not items:
+        print("ncu_panels: nothing to profile", file=sys.stderr)
+        return 1
     known, unknown, qstate = ncu_tool.query_metrics(ncu, panels.METRICS)
     print("ncu_panels: profiling", ", ".join(it["key"] for it in items), flush=True)
     try:
@@ -81,12 +108,13 @@ def record(a) -> int:
         r["metrics"] = {k: v for k, v in r["metrics"].items() if not MINMAX.search(k)}
     for r in runs:
         p = diagnosis.panel(r["metrics"])
-        print(f"  heaven {r['heaven']:2d} {r['key']:26s} SM {p['sm_pct'] or 0:5.1f}%  mem {p['mem_pct'] or 0:5.1f}%  "
+        label = f"heaven {r['heaven']:2d}" if "heaven" in r else f"{r['role']:>9s}"
+        print(f"  {label} {r['key']:26s} SM {p['sm_pct'] or 0:5.1f}%  mem {p['mem_pct'] or 0:5.1f}%  "
               f"DRAM {((p['dram_read'] or 0) + (p['dram_write'] or 0)) / 1e6:8.1f} MB  "
               f"tensor {p['tensor_pct'] or 0:5.1f}%  fma {p['fma_pct'] or 0:5.1f}%  stalls {p['stalls']}")
-    doc = {"provenance": ncu_tool.provenance(ncu), "shape": list(a.shape), "command": res["command"],
+    doc = {"provenance": ncu_tool.provenance(ncu), "shape": list(items[0]["shape"]), "command": res["command"],
            "sections": list(ncu_tool.PANEL_SECTIONS), "metrics_query": qstate, "unavailable_metrics": unknown,
-           "runs": runs}
+           "runs": runs, **({"tuning_file": a.tuned} if a.tuned else {})}
     Path(a.out).write_text(json.dumps(doc, indent=1) + "\n")
     print(f"ncu_panels: {len(runs)} kernels profiled; wrote {a.out}")
     return 0
@@ -101,6 +129,9 @@ def main(argv=None) -> int:
     ap.add_argument("--ncu", help="path of ncu (default: PATH, $CUDA_PATH/bin, /usr/local/cuda/bin)")
     ap.add_argument("--query-out", help="also save `ncu --query-metrics` to this file")
     ap.add_argument("--csv-out", help="also save ncu's raw CSV to this file")
+    ap.add_argument("--tuned", metavar="TUNING_JSON",
+                    help="profile each tuned kernel's shipped default and winner from this autotuner file")
+    ap.add_argument("--kernels", nargs="+", help="with --tuned: only these kernels")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:

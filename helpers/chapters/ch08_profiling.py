@@ -8,15 +8,22 @@ kernel, profiled live when ncu runs here, else recorded on the H200),
 :func:`show_roofline_measured` (each heaven at 2MNK over the DRAM bytes ncu
 counted, beside its minimal-traffic intensity).
 
+The autotuner's section: :func:`tuning_recorded` (the full search recorded in
+``results/<gpu>-tuning.json``), :func:`show_search` (its table, the distribution of every
+timed configuration, the model's rank against the measured one), :func:`show_tuned_panels`
+(the winner's Nsight Compute panel beside the default's), :func:`show_defaults_here`
+(which defaults this GPU gets from the tuning file) and :func:`live_tune` (a small search
+run now, on a GPU).
+
 :data:`EXCUSES` says, for each heaven whose diagnosis does *not* name the step
 the next heaven takes, why the book takes that step anyway; the tests check
 that the list is exactly the set of disagreements in the recorded counters.
 """
 from __future__ import annotations
 
-from helpers.figures import profiling as prof_fig, show
+from helpers.figures import profiling as prof_fig, show, tuning as tuning_fig
 from helpers.models import diagnosis, tuning
-from helpers.runtime import catalog, launch, panels, roofline
+from helpers.runtime import catalog, defaults, gpu, launch, panels, results, roofline, tune
 
 from .common import HEADLINE, running
 
@@ -123,3 +130,198 @@ def show_roofline_measured(runs: list, where: str, shape=SHAPE) -> list:
     title = f"Every heaven at its measured DRAM traffic (bytes counted by Nsight Compute, {where})"
     show.figure(prof_fig.roofline_measured(recs, ceil, runs, title=title))
     return recs
+
+
+# ------------------------------------------------------------------ the autotuner (heaven 8's own step)
+TUNED_KERNELS = ("cp_async", "mma_sync_f16", "mma_sync_bf16")
+# The small search the notebook runs live: a few configurations of mma_sync on 2048^3 (the model's
+# head of 4, 2 sampled, the default; no local refinement), well under a minute with a warm cache.
+LIVE_TUNE = {"key": "mma_sync_f16", "shape": (2048, 2048, 2048), "top": 4, "sample": 2, "head": 12,
+             "local_steps": 0}
+
+
+def tuning_recorded(slug: str = results.DEFAULT_SLUG) -> tuple[list, str]:
+    """(runs at the book's shape, where) of the recorded autotuner file; where reads
+    "recorded on NVIDIA H200, 2026-12-01, commit ..., results/h200-tuning.json"."""
+    doc = results.artifact("tuning", slug)
+    f = f"results/{slug}-tuning.json"
+    if doc is None:
+        return [], f"not recorded yet ({f} is written by scripts/tune.py on a GPU)"
+    prov = doc.get("provenance", {})
+    runs = [r for r in doc.get("runs", []) if list(r.get("shape", [])) == list(SHAPE)]
+    return runs, f"recorded on {prov.get('gpu', '?')}, {prov.get('date', '?')}, commit {prov.get('commit', '?')}, {f}"
+
+
+def shipped_default_record(key: str, shape=SHAPE) -> dict | None:
+    """The shipped default of ``key`` as recorded in results/<gpu>.json (another run than the tuner's)."""
+    spec = catalog.get(key)
+    return results.lookup(key, spec.defaults, spec.dtype, list(shape))
+
+
+def search_rows(runs: list) -> list:
+    """One row per tuned kernel: the size of its space, what the rules and the ranking left,
+    how many were timed and came within 90 % of the best, the winner, the default beside it
+    (same run when the run timed it, else the results file's record, dated), the model's rho."""
+    rows = []
+    for run in runs:
+        spec = catalog.get(run["kernel"])
+        recs = tuning_fig.measured(run)
+        best = recs[0] if recs else None
+        base = run.get("baseline")
+        if base:
+            dflt = f"{base['ratio']:.3f} (same run)"
+        else:
+            o = shipped_default_record(run["kernel"], run["shape"])
+            dflt = (f"{o['ratio']:.3f} (another run: results/{results.DEFAULT_SLUG}.json, "
+                    f"{(o.get('recorded') or {}).get('date', '?')})" if o else "not timed")
+        rho = tuning_fig.spearman(run)
+        rows.append({"kernel": run["kernel"], "space": run.get("space"), "refused": run.get("refused"),
+                     "ranked": run.get("ranked"), "timed": len(recs),
+                     "near": f"{tuning_fig.near_best(run)} of {len(recs)}",
+                     "best": None if best is None else f"{best['ratio']:.3f} ({best['value']:.4g} TFLOP/s)",
+                     "winner": None if best is None else tuning_fig.fmt_params(best["params"], spec.defaults),
+                     "default": dflt, "rho": None if rho is None else round(rho, 2)})
+    return rows
+
+
+SEARCH_COLUMNS = {"kernel": "kernel", "space": "configurations", "refused": "refused by the rules",
+                  "ranked": "ranked by the model", "timed": "timed", "near": "within 90 % of the best",
+                  "best": "best: ratio to cuBLAS (TFLOP/s)", "winner": "winner (what differs from the shipped default)",
+                  "default": "shipped default: ratio to cuBLAS", "rho": "model's Spearman rho"}
+
+
+def show_search(runs: list, where: str) -> list:
+    """The recorded (or live) search: its table, the distribution of every timed configuration
+    and the model's rank against the measured rank. Returns the table rows."""
+    if not runs:
+        show.note(f"The autotuner's search is {where}.", title="No tuning run")
+        return []
+    rows = search_rows(runs)
+    show.table(rows, SEARCH_COLUMNS, f"The autotuner's search, M = N = K = {runs[0]['shape'][0]}, every "
+               f"configuration timed against cuBLAS in the same run (alternating rounds); {where}.")
+    dflts = {r["kernel"]: catalog.get(r["kernel"]).defaults for r in runs}
+    other = {k: o for k in dflts if (o := shipped_default_record(k, runs[0]["shape"])) is not None}
+    show.figure(tuning_fig.distribution_figure(runs, where, dflts, other))
+    show.figure(tuning_fig.rank_figure(runs, where))
+    return rows
+
+
+def rho_verdict(rho: float | None) -> str:
+    """Spearman's rho in words."""
+    if rho is None:
+        return "not measured (fewer than two ranked configurations timed)"
+    if rho >= 0.7:
+        return "the model orders them well"
+    if rho >= 0.3:
+        return "the model orders them better than chance, loosely"
+    if rho > -0.3:
+        return "the model orders them no better than chance"
+    return "the model orders them backwards: what it ranks higher tends to measure slower"
+
+
+def default_verdict(run: dict) -> str:
+    """The winner against the default, in words: same run when the run timed the default,
+    else against the results file's record of the shipped default, said to be another run."""
+    best = tuning_fig.measured(run)[0]
+    base = run.get("baseline")
+    if base:
+        if best["params"] == base["params"]:
+            return "the default was the fastest configuration timed: it stays"
+        return f"the winner is {best['value'] / base['value'] - 1:+.1%} against the default timed in the same run"
+    o = shipped_default_record(run["kernel"], run["shape"])
+    if o is None:
+        return "the default was not timed"
+    return (f"the default was not timed in this run; its ratio to cuBLAS in another run "
+            f"({(o.get('recorded') or {}).get('date', '?')}, results/{results.DEFAULT_SLUG}.json) was "
+            f"{o['ratio']:.3f}, the winner's here {best['ratio']:.3f} (each against its own cuBLAS timing)")
+
+
+def summary_lines(runs: list, where: str) -> list:
+    """The search in sentences, every number read from ``runs`` (printed under the figures)."""
+    out = [f"Source: {where}."]
+    for run, r in zip(runs, search_rows(runs)):
+        out.append(f"{r['kernel']}: {r['space']} configurations, {r['refused']} refused by the rules, "
+                   f"{r['ranked']} ranked, {r['timed']} timed, {r['near']} within 90 % of the best; best {r['best']} "
+                   f"of cuBLAS [{r['winner']}]; {default_verdict(run)}; Spearman rho {r['rho']}: "
+                   f"{rho_verdict(r['rho'])}.")
+    return out
+
+
+def _panel_of(runs: list, key: str, params: dict) -> dict | None:
+    return next((r for r in runs if r["key"] == key and r.get("params") == params
+                 and list(r["shape"]) == list(SHAPE)), None)
+
+
+def tuned_panel_pairs(run: dict, live: bool | None = None) -> tuple[list, str]:
+    """([("shipped default", panel run or None), ("tuner's winner", panel run or None)], where)
+    for one tuning run: profiled now when ncu works here (``live`` None: panels.usable()),
+    else read from results/<gpu>-ncu-tuned.json, then (the default) from the heaven panels."""
+    key, spec = run["kernel"], catalog.get(run["kernel"])
+    win = run["best"]["params"]
+    if live is None:
+        live = panels.usable()[0] and launch.unable(spec) is None
+    if live:
+        items = [{"key": key, "params": spec.defaults, "shape": list(SHAPE), "role": "default"},
+                 {"key": key, "params": win, "shape": list(SHAPE), "role": "winner"}]
+        got, _ = panels.profile_many(items)
+        return [("shipped default", got[0]), ("tuner's winner", got[1])], got[0]["where"]
+    tuned, _, t_where = panels.recorded(name=panels.TUNED_ARTIFACT)
+    heav, _, h_where = panels.recorded()
+    d = _panel_of(tuned, key, spec.defaults)
+    where = t_where
+    if d is None:
+        d = _panel_of(heav, key, spec.defaults)
+        where = f"default: {h_where}; winner: {t_where}"
+    return [("shipped default", d), ("tuner's winner", _panel_of(tuned, key, win))], where
+
+
+def show_tuned_panels(runs: list, key: str = "cp_async", live: bool | None = None) -> None:
+    """The winner's panel beside the shipped default's for ``key``'s tuning run (a table and
+    bars); says plainly when the winner's counters are not recorded yet, and how to record them."""
+    run = next((r for r in runs if r["kernel"] == key), None)
+    if run is None:
+        show.note(f"No tuning run of {key} is recorded.", title="Winner vs default")
+        return
+    pairs, where = tuned_panel_pairs(run, live)
+    if pairs[0][1] is None and pairs[1][1] is None:
+        show.note(f"No Nsight Compute panel of {key} is recorded, neither its default's nor its winner's "
+                  f"({where}).", title="Winner vs default: not recorded yet")
+        return
+    if pairs[1][1] is None:
+        show.note(f"The Nsight Compute counters of {key}'s tuned winner are **not recorded yet** "
+                  f"({tuning_fig.fmt_params(run['best']['params'], catalog.get(key).defaults)}). On a GPU with ncu: "
+                  f"`python scripts/ncu_panels.py --tuned results/{results.DEFAULT_SLUG}-tuning.json "
+                  f"--out results/{results.DEFAULT_SLUG}-ncu-tuned.json`. Below: the default's panel alone.",
+                  title="Winner's panel: not recorded yet")
+    show.table(tuning_fig.panel_rows(pairs), {**prof_fig.PANEL_COLUMNS, "heaven": "configuration"},
+               f"Nsight Compute panel of {key}, M = N = K = {SHAPE[0]}, one launch each; {where}.")
+    show.figure(tuning_fig.panel_figure(pairs, f"{key}; {where}"))
+
+
+def show_defaults_here() -> None:
+    """Which defaults the GPU the book decides for gets from the tuning files
+    (:mod:`helpers.runtime.defaults`), one line per tuned kernel."""
+    here = (f"in recorded mode (decided as on the recording GPU, with results/{results.DEFAULT_SLUG}-tuning.json)"
+            if gpu.target() is None else f"on {gpu.describe_target()}")
+    print(f"Defaults {here}:")
+    for k in TUNED_KERNELS:
+        print("  " + defaults.explain(catalog.get(k)))
+
+
+def live_tune(cfg: dict | None = None) -> dict | None:
+    """Run :data:`LIVE_TUNE` now (needs a GPU and nvcc) and draw it; without a GPU, print one
+    line and return None. Returns the tuning document."""
+    cfg = {**LIVE_TUNE, **(cfg or {})}
+    spec = catalog.get(cfg["key"])
+    why = None if gpu.live() else "no CUDA GPU is visible here"
+    why = why or launch.unable(spec)
+    if why:
+        print(f"The live tune needs a CUDA GPU that runs {cfg['key']} ({why}): the recorded search above stands in for it.")
+        return None
+    doc = tune.tune(cfg["key"], cfg["shape"], top=cfg["top"], sample=cfg["sample"], head=cfg["head"],
+                    local_steps=cfg["local_steps"], shared_eff=TUNE_SHARED_EFF.get(cfg["key"]))
+    where = f"measured live in this run on {gpu.device_info()['name']}, M = N = K = {cfg['shape'][0]}"
+    show_search([doc], where)
+    for line in summary_lines([doc], where)[1:]:
+        print(line)
+    return doc

@@ -173,11 +173,33 @@ def _resolve(spec, t: dict | None, slug: str) -> dict | None:
                        f"{base['value']:.4g} {best.get('metric', 'TFLOP/s')} in the same run")}
 
 
+def why_shipped(spec) -> str:
+    """Why ``spec`` keeps its shipped defaults on the GPU the book decides for (when
+    :func:`resolve` returns None), in a few words."""
+    t = gpu.target()
+    slug = target_slug(t)
+    doc = tuning_doc(slug)
+    if not enabled():
+        return f"{SWITCH_VAR}=0"
+    if t is not None and not spec.runs_on(t["cc"]):
+        return f"this GPU cannot run it at all: it needs {spec.needs()}"
+    if t is not None and spec.smem(spec.defaults) > t["smem_per_block_max"]:
+        return "none of the configurations timed so far fits this GPU's shared memory"
+    if doc is None:
+        return f"results/{slug}-{ARTIFACT}.json does not exist"
+    if not _runs(doc, spec):
+        return f"results/{slug}-{ARTIFACT}.json has no run of it at {'x'.join(map(str, BOOK_SHAPE))}"
+    if same_run_winner(spec, doc) is None:
+        return (f"the run in results/{slug}-{ARTIFACT}.json did not time the default beside its "
+                "configurations, and results of different runs are not compared")
+    return f"the default was the fastest configuration of the run in results/{slug}-{ARTIFACT}.json"
+
+
 def explain(spec) -> str:
     """One line: which defaults ``spec`` uses on the GPU the book decides for, and why."""
     r = resolve(spec)
     if r is None:
-        return f"{spec.key}: its shipped defaults ({gpu.describe_target()})"
+        return f"{spec.key}: its shipped defaults ({why_shipped(spec)})"
     diff = {k: v for k, v in r["params"].items() if spec.defaults.get(k) != v}
     return f"{spec.key}: " + " ".join(f"{k}={v}" for k, v in diff.items()) + f" ({r['source']})"
 

@@ -32,6 +32,7 @@ from . import catalog, gpu, launch, ncu as ncu_tool, results, verify
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "ncu_panels.py"
 ARTIFACT = "ncu-panels"
+TUNED_ARTIFACT = "ncu-tuned"      # scripts/ncu_panels.py --tuned: each tuned kernel's winner and shipped default
 
 # Counters the panel reads beyond what the four sections collect (kept when the
 # sections already have them: ncu collects each metric once). Unknown ones are
@@ -168,12 +169,13 @@ def profile_many(items: list, ncu: str | None = None, metrics: list | None = Non
     return runs, res
 
 
-def recorded(slug: str = results.DEFAULT_SLUG) -> tuple[list, dict | None, str]:
-    """(runs, document, where) of the recorded panels (``results/<slug>-ncu-panels.json``);
+def recorded(slug: str = results.DEFAULT_SLUG, name: str = ARTIFACT) -> tuple[list, dict | None, str]:
+    """(runs, document, where) of the recorded panels (``results/<slug>-ncu-panels.json``, or
+    ``name``: :data:`TUNED_ARTIFACT` for the autotuner's winners beside the defaults);
     each run gets its "panel" (recomputed from its raw metrics) and "source": "recorded".
     ([], None, "not recorded yet ...") when the file is absent."""
-    doc = results.artifact(ARTIFACT, slug)
-    where = results.artifact_where(doc, ARTIFACT, slug)
+    doc = results.artifact(name, slug)
+    where = results.artifact_where(doc, name, slug)
     if doc is None:
         return [], None, where
     runs = [{**r, "panel": diagnosis.panel(r["metrics"]), "source": "recorded", "where": where}

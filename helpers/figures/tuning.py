@@ -1,0 +1,221 @@
+"""Chapter 8's autotuner figures, drawn from tuning runs (no GPU).
+
+A *run* is one entry of ``results/<gpu>-tuning.json``'s "runs" (or what
+:func:`helpers.runtime.tune.tune` returns): {"kernel", "shape", "space", "refused",
+"ranked", "timed": [records with "params", "value", "ratio", "score", "rank"], "best",
+"model_spearman", optional "baseline" (the shipped default timed in the same run)}.
+
+* :func:`distribution_figure`: every timed configuration sorted by its ratio to cuBLAS,
+  a line at 90 % of each kernel's best, the winner and the shipped default marked;
+* :func:`rank_figure`: the model's rank of each timed configuration against its measured
+  rank, Spearman's rho in the title;
+* :func:`panel_figure` / :func:`panel_rows`: the winner's Nsight Compute panel beside the
+  default's (a "not recorded yet" label when the winner's counters are missing).
+
+Every title carries ``where`` (recorded on which GPU and when, or measured live).
+"""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from helpers.models import tuning
+
+from .profiling import panel_row
+from .style import GROUP_COLORS
+
+NEAR = 0.9          # "within 90 % of the best"
+
+
+def fmt_params(p: dict, ref: dict | None = None) -> str:
+    """Parameters as 'K=V ...'; with ``ref``, only those that differ from it."""
+    items = [(k, v) for k, v in p.items() if ref is None or ref.get(k) != v]
+    return " ".join(f"{k}={v}" for k, v in items) or "(the shipped default)"
+
+
+def measured(run: dict) -> list:
+    """The run's timed records plus its same-run ``baseline`` when that is not among them,
+    fastest first (records without a value are left out)."""
+    recs = [r for r in run.get("timed", []) if r.get("value") is not None]
+    base = run.get("baseline")
+    if isinstance(base, dict) and base.get("value") is not None and all(r["params"] != base["params"] for r in recs):
+        recs.append({**base, "baseline": True})
+    return sorted(recs, key=lambda r: -r["value"])
+
+
+def near_best(run: dict, frac: float = NEAR) -> int:
+    """How many measured configurations of ``run`` reach ``frac`` of its fastest."""
+    recs = measured(run)
+    return sum(r["value"] >= frac * recs[0]["value"] for r in recs) if recs else 0
+
+
+def head_size(run: dict) -> int:
+    """How many of the timed configurations were the model's head (ranks 1..n all timed):
+    ``run["top"]`` when recorded, else inferred from the ranks."""
+    if run.get("top") is not None:
+        return int(run["top"])
+    ranks = {r.get("rank") for r in run.get("timed", [])}
+    n = 0
+    while n + 1 in ranks:
+        n += 1
+    return n
+
+
+STAGES = {"model": "the model's head", "sample": "random sample", "baseline": "the default (baseline)",
+          "local": "neighbour of the fastest (local refinement)"}
+
+
+def stage(r: dict, head: int) -> str:
+    """Why a configuration was timed: its recorded "stage", else inferred from its model rank."""
+    if r.get("stage"):
+        return STAGES.get(r["stage"], r["stage"])
+    if r.get("baseline"):
+        return STAGES["baseline"]
+    return STAGES["model"] if (r.get("rank") or 10 ** 9) <= head else STAGES["sample"]
+
+
+def distribution_figure(runs: list, where: str, defaults: dict | None = None, other_default: dict | None = None):
+    """Every measured configuration of each run, sorted by ratio to cuBLAS (x: 1 = fastest),
+    one colour per kernel; a dotted line at :data:`NEAR` of each kernel's best; the winner
+    (star) and the shipped default (diamond) marked. ``defaults``: {kernel: shipped default
+    params}, to find the default among the measured. ``other_default``: {kernel: record}
+    of the default measured in *another* run (the results file), drawn hollow where its
+    ratio would rank when the run did not time it, and said to be from another run."""
+    fig = go.Figure()
+    defaults, other_default = defaults or {}, other_default or {}
+    notes = []
+    for i, run in enumerate(runs):
+        k, col = run["kernel"], GROUP_COLORS[i % len(GROUP_COLORS)]
+        recs = measured(run)
+        if not recs:
+            continue
+        best = recs[0]
+        head = head_size(run)
+        x = list(range(1, len(recs) + 1))
+        text = [f"{k} #{j}: {r['ratio']:.3f} of cuBLAS ({r['value']:.4g} TFLOP/s)<br>{fmt_params(r['params'])}<br>"
+                + f"model rank {r.get('rank') or '-'}, picked as: {stage(r, head)}" for j, r in zip(x, recs)]
+        fig.add_trace(go.Scatter(x=x, y=[r["ratio"] for r in recs], mode="lines+markers", name=k,
+                                 line=dict(color=col, width=1), marker=dict(color=col, size=6),
+                                 hovertext=text, hoverinfo="text"))
+        cut = NEAR * best["ratio"]
+        fig.add_trace(go.Scatter(x=[1, len(recs)], y=[cut, cut], mode="lines", showlegend=False,
+                                 line=dict(color=col, dash="dot", width=1), hoverinfo="text",
+                                 hovertext=f"{k}: {NEAR:.0%} of the best = {cut:.3f} of cuBLAS"))
+        fig.add_trace(go.Scatter(x=[1], y=[best["ratio"]], mode="markers", showlegend=False,
+                                 marker=dict(symbol="star", size=16, color=col, line=dict(width=1, color="black")),
+                                 hovertext=f"{k} winner: {best['ratio']:.3f} of cuBLAS<br>{fmt_params(best['params'])}",
+                                 hoverinfo="text"))
+        dflt = (run.get("baseline") or {}).get("params") or defaults.get(k)
+        at = next((j for j, r in zip(x, recs) if dflt is not None and r["params"] == dflt), None)
+        if at is not None:
+            r = recs[at - 1]
+            fig.add_trace(go.Scatter(x=[at], y=[r["ratio"]], mode="markers", showlegend=False,
+                                     marker=dict(symbol="diamond", size=13, color=col, line=dict(width=1, color="black")),
+                                     hovertext=f"{k} shipped default, same run: {r['ratio']:.3f} of cuBLAS", hoverinfo="text"))
+        elif k in other_default and other_default[k].get("ratio") is not None:
+            o = other_default[k]
+            pos = 0.5 + sum(r["ratio"] > o["ratio"] for r in recs)
+            stamp = (o.get("recorded") or {}).get("date", "another run")
+            fig.add_trace(go.Scatter(x=[pos], y=[o["ratio"]], mode="markers", showlegend=False,
+                                     marker=dict(symbol="diamond-open", size=13, color=col, line=dict(width=2)),
+                                     hovertext=f"{k} shipped default: {o['ratio']:.3f} of cuBLAS, measured in another "
+                                               f"run ({stamp}), not timed in this one", hoverinfo="text"))
+            notes.append(f"◇ {k}'s shipped default, measured in another run ({stamp})")
+        else:
+            notes.append(f"{k}'s default: not timed")
+    key = f"★ winner · ◆ the default, timed in the same run · dotted: {NEAR:.0%} of each kernel's best"
+    fig.update_layout(title=dict(text=f"Every timed configuration, fastest first<br><sup>{where}</sup>", x=0.01,
+                                 font=dict(size=14)),
+                      xaxis=dict(title="configuration, by measured speed (1 = fastest)"),
+                      yaxis=dict(title="fraction of cuBLAS (same run)", rangemode="tozero"),
+                      height=500 + 14 * len(notes), legend=dict(orientation="h", y=-0.18),
+                      margin=dict(l=60, r=20, t=70, b=110 + 14 * len(notes)))
+    fig.add_annotation(text="<br>".join([key] + notes), xref="paper", yref="paper",
+                       x=0, y=-0.3, yanchor="top", showarrow=False, align="left", xanchor="left", font=dict(size=10))
+    return fig
+
+
+def rank_pairs(run: dict) -> list:
+    """(model rank, measured rank, record) of each timed configuration of ``run``: both ranks
+    among the timed configurations only (1 = best), the model's by its score."""
+    recs = [r for r in run.get("timed", []) if r.get("value") is not None and r.get("score") is not None]
+    by_model = sorted(range(len(recs)), key=lambda i: (-recs[i]["score"], recs[i].get("rank", 0)))
+    by_speed = sorted(range(len(recs)), key=lambda i: -recs[i]["value"])
+    m = {i: n + 1 for n, i in enumerate(by_model)}
+    s = {i: n + 1 for n, i in enumerate(by_speed)}
+    return [(m[i], s[i], recs[i]) for i in range(len(recs))]
+
+
+def spearman(run: dict) -> float | None:
+    """Spearman's rho of the model's scores and the measured values of ``run``'s timed
+    configurations (what :func:`helpers.runtime.tune.tune` records as "model_spearman")."""
+    recs = [r for r in run.get("timed", []) if r.get("value") is not None and r.get("score") is not None]
+    return tuning.spearman([r["score"] for r in recs], [r["value"] for r in recs]) if len(recs) > 1 else None
+
+
+def rank_figure(runs: list, where: str):
+    """Model rank (x) against measured rank (y) of each run's timed configurations, one colour
+    per kernel; a perfect model puts every point on the diagonal. Spearman's rho per kernel
+    in the title."""
+    fig = go.Figure()
+    n_max, rhos = 1, []
+    for i, run in enumerate(runs):
+        col = GROUP_COLORS[i % len(GROUP_COLORS)]
+        pairs = rank_pairs(run)
+        if not pairs:
+            continue
+        rho = spearman(run)
+        rhos.append(f"{run['kernel']} {rho:+.2f}" if rho is not None else f"{run['kernel']} -")
+        n_max = max(n_max, len(pairs))
+        fig.add_trace(go.Scatter(
+            x=[a for a, _, _ in pairs], y=[b for _, b, _ in pairs], mode="markers", name=run["kernel"],
+            marker=dict(color=col, size=8, opacity=0.8),
+            hovertext=[f"{run['kernel']}: model #{a}, measured #{b}<br>score {r['score']:.3f}, "
+                       f"{r['ratio']:.3f} of cuBLAS<br>{fmt_params(r['params'])}" for a, b, r in pairs], hoverinfo="text"))
+    fig.add_trace(go.Scatter(x=[1, n_max], y=[1, n_max], mode="lines", name="perfect model",
+                             line=dict(color="#888", dash="dash", width=1), hoverinfo="skip"))
+    fig.update_layout(title=dict(text=f"The cost model's order against the measured one<br><sup>Spearman rho: "
+                                      f"{' · '.join(rhos)}<br>{where}</sup>", x=0.01, font=dict(size=14)),
+                      xaxis=dict(title="model rank among the timed (1 = predicted fastest)"),
+                      yaxis=dict(title="measured rank (1 = fastest)", autorange="reversed"),
+                      height=480, legend=dict(orientation="h", y=-0.2), margin=dict(l=60, r=20, t=100, b=40))
+    return fig
+
+
+PANEL_BARS = (("sm_pct", "SM throughput"), ("mem_pct", "memory throughput"), ("fma_pct", "FMA pipe"),
+              ("tensor_pct", "Tensor pipe"), ("occ_achieved", "achieved occupancy"), ("l2_hit", "L2 hit rate"))
+
+
+def panel_rows(pairs: list) -> list:
+    """Table rows (:func:`helpers.figures.profiling.panel_row`) of (label, panel run or None)
+    pairs; a missing run is a row saying it is not recorded yet."""
+    out = []
+    for label, run in pairs:
+        if run is None:
+            out.append({"heaven": label, "kernel": "not recorded yet"})
+        else:
+            out.append({**panel_row(run), "heaven": label})
+    return out
+
+
+def panel_figure(pairs: list, where: str):
+    """Grouped bars (% of peak) of the panels of (label, run or None) pairs, e.g. the shipped
+    default and the tuner's winner; a pair without a run is named in the title as not recorded."""
+    fig = go.Figure()
+    missing = []
+    for i, (label, run) in enumerate(pairs):
+        if run is None:
+            missing.append(label)
+            continue
+        p = run["panel"]
+        fig.add_trace(go.Bar(x=[n for _, n in PANEL_BARS], y=[p.get(f) for f, _ in PANEL_BARS], name=label,
+                             marker_color=GROUP_COLORS[i % len(GROUP_COLORS)],
+                             hovertemplate=label + "<br>%{x}: %{y:.1f} %<extra></extra>"))
+    sub = "<br>".join(part.strip() for part in where.split(";"))
+    if missing:
+        sub += f"<br><b>{' and '.join(missing)}: not recorded yet</b>"
+    fig.update_layout(barmode="group", title=dict(text=f"Nsight Compute panel, {' vs '.join(l for l, _ in pairs)}"
+                                                       f"<br><sup>{sub}</sup>", x=0.01, font=dict(size=14)),
+                      yaxis=dict(title="% (of peak, of warps, of L2 requests)", range=[0, 105]),
+                      height=420 + 14 * sub.count("<br>"), showlegend=True,
+                      legend=dict(orientation="h", y=-0.25), margin=dict(l=60, r=20, t=80 + 14 * sub.count("<br>"), b=40))
+    return fig
