@@ -188,3 +188,21 @@ def test_recorded_file_on_an_l4(monkeypatch):
             assert p == max(timed, key=lambda r: r["value"])["params"]
     finally:
         gpu.live.cache_clear()
+
+
+def test_the_live_slider_starts_at_the_default_this_gpu_gets(env, monkeypatch):
+    """On an L4 the mma_sync slider starts at the configuration that fits, not at the shipped
+    192 KB default the L4 would refuse."""
+    from helpers.chapters import common
+    from helpers.figures import show
+    env("l4", {"h200": _doc([_rec(MID, 410.0), _rec(SMALL, 380.0)])})
+    monkeypatch.setattr(show, "live_controls", lambda: True)
+    monkeypatch.setattr(common, "display", lambda *a, **k: None)
+    asked = []
+
+    def prepare(key, shape, **p):
+        asked.append(p)
+        raise ValueError("stop here: no GPU in this test")
+    monkeypatch.setattr(launch, "prepare", prepare)
+    assert common.live_slider("mma_sync_f16", (4096, 4096, 4096)) is not None
+    assert asked == [SMALL]

@@ -217,7 +217,8 @@ def live_slider(key: str, shape, choices: dict | None = None):
                   "recorded numbers.", title="Live slider")
         return None
     choices = choices or spec.slider_choices
-    ctl = {n: w.SelectionSlider(options=list(v), value=spec.defaults[n], description=n,
+    start = spec.params()                     # the defaults on this GPU (a tuned one that fits: runtime.defaults)
+    ctl = {n: w.SelectionSlider(options=list(v), value=start[n] if start[n] in v else spec.defaults[n], description=n,
                                 continuous_update=False) for n, v in choices.items()}
     out = w.Output()
 
