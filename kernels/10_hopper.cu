@@ -97,7 +97,7 @@
 //           4-byte global stores per thread, whole 128-byte lines leave the
 //           SM asynchronously. Measured: 0.90 -> 0.99 of cuBLAS at 4096^3.
 //
-// Chapter 9 borrows rung 4 for split-K (SPLIT_K=1): a work unit is a
+// Chapter 9 borrows rungs 3-4 for split-K (SPLIT_K=1): a work unit is a
 //   (tile, k range) pair, unit u = z * tiles + t, so the persistent loop
 //   walks units exactly as it walks tiles. Range z of `splits` covers k-tiles
 //   [z * nk / splits, (z + 1) * nk / splits); the consumers store their fp32

@@ -169,7 +169,7 @@ def test_ptxas_warnings_are_seen(tmp_path, monkeypatch):
 @pytest.mark.skipif(kc.nvcc_path() is None, reason="nvcc not found: the ptxas log check needs it")
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_splitk_build_of_chapter_9_compiles_clean(dtype):
-    """Chapter 9's split-K build of this kernel (rung 4's parameters + SPLIT_K=1, not a
+    """Chapter 9's split-K build of this kernel (rung 5's parameters, EPI_TMA=0, SPLIT_K=1; not a
     catalog entry: helpers.runtime.anyshape._hopper_splitk) has no spill and no warning,
     and SPLIT_K with the TMA-store epilogue is refused by the kernel's static_assert."""
     spec = catalog.get(ch.key("r5_tma_store", dtype))

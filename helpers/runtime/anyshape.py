@@ -181,21 +181,24 @@ def run(plan: model.Plan, A, B, C) -> None:
 HOPPER = {"float16": "hopper_r5_tma_store_f16", "bfloat16": "hopper_r5_tma_store_bf16"}
 _HOPPER_LAUNCH: dict = {}
 _HOPPER_SPLITK: dict = {}
+HOPPER_SPLITK_CLUSTER_M = 1         # split-K units fill one wave: no multicast, and no cluster to place
 
 
-def _hopper_splitk(dtype: str) -> tuple:
+def _hopper_splitk(dtype: str, cluster_m: int | None = None) -> tuple:
     """Chapter 10's kernel built for split-K: rung 5's configuration with the direct
-    epilogue (EPI_TMA=0, i.e. rung 4) and SPLIT_K=1, which adds the arguments (W, splits)
-    and stores fp32 partial tiles. Not a catalog entry: alone it computes no C (the
-    reduction completes it), so the catalog's generic launches and tests must not run
-    it. Returns (spec, params, kernel, shared memory bytes); compiled once per dtype."""
-    if dtype not in _HOPPER_SPLITK:
+    epilogue (EPI_TMA=0) and SPLIT_K=1, which adds the arguments (W, splits) and stores
+    fp32 partial tiles; ``cluster_m`` (default :data:`HOPPER_SPLITK_CLUSTER_M`): 1 is
+    rung 3, 2 rung 4. Not a catalog entry: alone it computes no C (the reduction
+    completes it), so the catalog's generic launches and tests must not run it.
+    Returns (spec, params, kernel, shared memory bytes); compiled once per variant."""
+    cl = cluster_m or HOPPER_SPLITK_CLUSTER_M
+    if (dtype, cl) not in _HOPPER_SPLITK:
         spec = catalog.get(HOPPER[dtype])
-        p = {**spec.defaults, "EPI_TMA": 0}
+        p = {**spec.defaults, "EPI_TMA": 0, "CLUSTER_M": cl}
         fn = kc.build(spec.file, spec.entry, {**spec.defines(p), "SPLIT_K": 1}, extra_options=spec.compile_options)
         fn.max_dynamic_shared_size_bytes = spec.smem(p)
-        _HOPPER_SPLITK[dtype] = (spec, p, fn, spec.smem(p))
-    return _HOPPER_SPLITK[dtype]
+        _HOPPER_SPLITK[(dtype, cl)] = (spec, p, fn, spec.smem(p))
+    return _HOPPER_SPLITK[(dtype, cl)]
 
 
 def _run_hopper(A, B, C, M, N, K, dtype, splits: int = 1) -> None:
@@ -203,7 +206,7 @@ def _run_hopper(A, B, C, M, N, K, dtype, splits: int = 1) -> None:
     buffers with K and N rounded up to 8 (the padding is zero, so it adds nothing), the
     kernel on (M, N8, K8) (TMA zero-fills the M, N and K tails of its tiles), C copied out
     of an M x N8 buffer when N % 8 != 0 or C is not 16-byte aligned. With ``splits`` > 1:
-    split-K on rung 4 (:func:`_hopper_splitk`), a persistent grid over tiles x splits
+    split-K on rung 3 (:func:`_hopper_splitk`), a persistent grid over tiles x splits
     units, fp32 slabs W[z][M][N8], then chapter 9's deterministic ``splitk_reduce``."""
     fns = _kernels(dtype, True)
     k8, n8 = model.round_up(K, 8), model.round_up(N, 8)
