@@ -283,6 +283,16 @@ def exhaustive(key: str, shape=(4096, 4096, 4096), progress: bool = True, budget
             "best": {"params": best["params"], "value": best["value"], "ratio": best["ratio"]}}
 
 
+def confirm(key: str, params: list, shape=(4096, 4096, 4096), progress: bool = True) -> list:
+    """Re-time ``params`` (e.g. the top of an exhaustive single-round pass and the tuner's
+    pick) in one session with the full method (three alternating rounds against cuBLAS,
+    about 400 ms each): a single short round can flatter one configuration by 10 %, so the
+    accuracy comparison uses these numbers. Returns bench records, in order."""
+    if not gpu.live():
+        raise RuntimeError("confirm() times kernels: it needs a GPU")
+    return _time(key, params, shape, progress, desc="confirm")
+
+
 def save(docs: list, slug: str | None = None, name: str = "tuning") -> str:
     """Write ``results/<slug>-<name>.json`` ({"runs": docs}; slug: this GPU's) and return its path."""
     slug = slug or gpu.slug(gpu.device_info()["name"])
