@@ -21,7 +21,7 @@ and writes every raw metric of each launch, the exact command and provenance
 values only, without the per-unit .min/.max roll-ups). Metrics
 that `ncu --query-metrics` does not know are dropped and listed. The second
 form (``--tuned``) profiles, for each kernel of an autotuner file (``--kernels``: some of
-them), its shipped default and the tuner's winner (the run's "best"), one launch each, in
+them), its shipped default and the tuner's winner (the fastest by ratio to cuBLAS), one launch each, in
 one ncu run the same way, and writes them with "role" ("default" or "winner") for chapter
 8's winner-beside-default panel (``helpers.runtime.panels.TUNED_ARTIFACT``). The third
 form is the child the notebook's one-kernel call (helpers.runtime.panels.profile)
@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO))
 
 from helpers.chapters.common import HEADLINE  # noqa: E402  (after the path set-up; fills the catalog)
 from helpers.models import diagnosis  # noqa: E402
-from helpers.runtime import catalog, gpu, ncu as ncu_tool, panels  # noqa: E402
+from helpers.runtime import catalog, defaults as tuned, gpu, ncu as ncu_tool, panels  # noqa: E402
 
 
 MINMAX = re.compile(r"\.(min|max)(\.|$)")    # per-unit extremes: not read by the panel, half the file
@@ -58,7 +58,8 @@ def plan(shape) -> list:
 
 
 def tuned_plan(tuning_file: str, kernels=None, shape=None) -> list:
-    """Each kernel's shipped default and its tuner's winner (a run's "best"), from a tuning
+    """Each kernel's shipped default and its tuner's winner (its fastest timed configuration by
+    ratio to cuBLAS, as helpers.runtime.defaults ranks them; else the run's "best"), from a tuning
     file, as profile items with "role"; the winner is left out where it is the default.
     ``shape``: only runs of that shape (default: every run's own)."""
     doc = json.loads(Path(tuning_file).read_text())
@@ -68,10 +69,12 @@ def tuned_plan(tuning_file: str, kernels=None, shape=None) -> list:
         if (kernels and k not in kernels) or (shape and list(run["shape"]) != list(shape)) or not run.get("best"):
             continue
         base = catalog.get(k).defaults
+        recs = tuned.run_records(run)
+        best = max(recs, key=tuned.speed) if recs else run["best"]     # by ratio to cuBLAS, as the defaults are
         items.append({"key": k, "params": dict(base), "shape": list(run["shape"]), "role": "default"})
-        if run["best"]["params"] != base:
-            items.append({"key": k, "params": dict(run["best"]["params"]), "shape": list(run["shape"]),
-                          "role": "winner", "ratio": run["best"].get("ratio")})
+        if best["params"] != base:
+            items.append({"key": k, "params": dict(best["params"]), "shape": list(run["shape"]),
+                          "role": "winner", "ratio": best.get("ratio")})
     return items
 
 

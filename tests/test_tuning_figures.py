@@ -117,7 +117,7 @@ def test_chapter_rows_and_verdicts_come_from_the_run():
     row = ch.search_rows([run])[0]
     assert row["default"] == f"{330 / 800:.3f} (same run)" and row["near"].endswith("of 11")
     assert row["winner"] == tf.fmt_params(run["best"]["params"], MMA.defaults)
-    assert "+21.2% against the default timed in the same run" in ch.default_verdict(run)
+    assert "ratio to cuBLAS is +21.2% against the default's, timed in the same run" in ch.default_verdict(run)
     assert ch.rho_verdict(0.9).startswith("the model orders them well") and "backwards" in ch.rho_verdict(-0.5)
     lines = ch.summary_lines([run], "recorded on X")
     assert lines[0] == "Source: recorded on X." and "2304 configurations" in lines[1]
@@ -167,6 +167,13 @@ def test_ncu_panels_tuned_plan(tmp_path, monkeypatch):
                                                          ("mma_sync_bf16", "default"), ("cp_async", "default")]
     assert items[1]["params"] == win and items[0]["params"] == spec.defaults
     assert [it["key"] for it in ncu_panels.tuned_plan(str(f), ["mma_sync_bf16"])] == ["mma_sync_bf16"]
+    # with timed records, the winner is the best ratio to cuBLAS (as the defaults), not the best value
+    by_ratio = {**spec.defaults, "GROUP_M": 1}
+    doc["runs"][0]["timed"] = [{"params": win, "value": 402.0, "ratio": 0.540},
+                               {"params": by_ratio, "value": 397.0, "ratio": 0.551}]
+    f.write_text(json.dumps(doc))
+    assert ncu_panels.tuned_plan(str(f), ["mma_sync_f16"])[1]["params"] == by_ratio
+    assert ch.winner(doc["runs"][0]) == by_ratio
 
 
 RECORDED, WHERE = ch.tuning_recorded()

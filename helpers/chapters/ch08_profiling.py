@@ -227,7 +227,8 @@ def default_verdict(run: dict) -> str:
     if base:
         if best["params"] == base["params"]:
             return "the default was the fastest configuration timed: it stays"
-        return f"the winner is {best['value'] / base['value'] - 1:+.1%} against the default timed in the same run"
+        return (f"the winner's ratio to cuBLAS is {tuning_fig.speed(best) / tuning_fig.speed(base) - 1:+.1%} "
+                f"against the default's, timed in the same run")
     o = shipped_default_record(run["kernel"], run["shape"])
     if o is None:
         return "the default was not timed"
@@ -252,12 +253,19 @@ def _panel_of(runs: list, key: str, params: dict) -> dict | None:
                  and list(r["shape"]) == list(SHAPE)), None)
 
 
+def winner(run: dict) -> dict:
+    """The parameters of a run's fastest configuration by ratio to cuBLAS (as the table, the
+    figures and :mod:`helpers.runtime.defaults` rank them)."""
+    recs = tuning_fig.measured(run)
+    return recs[0]["params"] if recs else run["best"]["params"]
+
+
 def tuned_panel_pairs(run: dict, live: bool | None = None) -> tuple[list, str]:
     """([("shipped default", panel run or None), ("tuner's winner", panel run or None)], where)
     for one tuning run: profiled now when ncu works here (``live`` None: panels.usable()),
     else read from results/<gpu>-ncu-tuned.json, then (the default) from the heaven panels."""
     key, spec = run["kernel"], catalog.get(run["kernel"])
-    win = run["best"]["params"]
+    win = winner(run)
     if live is None:
         live = panels.usable()[0] and launch.unable(spec) is None
     if live:
@@ -289,7 +297,7 @@ def show_tuned_panels(runs: list, key: str = "cp_async", live: bool | None = Non
         return
     if pairs[1][1] is None:
         show.note(f"The Nsight Compute counters of {key}'s tuned winner are **not recorded yet** "
-                  f"({tuning_fig.fmt_params(run['best']['params'], catalog.get(key).defaults)}). On a GPU with ncu: "
+                  f"({tuning_fig.fmt_params(winner(run), catalog.get(key).defaults)}). On a GPU with ncu: "
                   f"`python scripts/ncu_panels.py --tuned results/{results.DEFAULT_SLUG}-tuning.json "
                   f"--out results/{results.DEFAULT_SLUG}-ncu-tuned.json`. Below: the default's panel alone.",
                   title="Winner's panel: not recorded yet")

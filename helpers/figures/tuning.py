@@ -32,20 +32,26 @@ def fmt_params(p: dict, ref: dict | None = None) -> str:
     return " ".join(f"{k}={v}" for k, v in items) or "(the shipped default)"
 
 
+def speed(r: dict) -> float:
+    """What "faster" means here: the ratio to cuBLAS timed beside the configuration in the same
+    run (robust to the clock drifting over a long run), else the value."""
+    return r["ratio"] if r.get("ratio") is not None else r["value"]
+
+
 def measured(run: dict) -> list:
     """The run's timed records plus its same-run ``baseline`` when that is not among them,
-    fastest first (records without a value are left out)."""
+    fastest (by :func:`speed`) first; records without a value are left out."""
     recs = [r for r in run.get("timed", []) if r.get("value") is not None]
     base = run.get("baseline")
     if isinstance(base, dict) and base.get("value") is not None and all(r["params"] != base["params"] for r in recs):
         recs.append({**base, "baseline": True})
-    return sorted(recs, key=lambda r: -r["value"])
+    return sorted(recs, key=lambda r: -speed(r))
 
 
 def near_best(run: dict, frac: float = NEAR) -> int:
     """How many measured configurations of ``run`` reach ``frac`` of its fastest."""
     recs = measured(run)
-    return sum(r["value"] >= frac * recs[0]["value"] for r in recs) if recs else 0
+    return sum(speed(r) >= frac * speed(recs[0]) for r in recs) if recs else 0
 
 
 def head_size(run: dict) -> int:
@@ -139,7 +145,7 @@ def rank_pairs(run: dict) -> list:
     among the timed configurations only (1 = best), the model's by its score."""
     recs = [r for r in run.get("timed", []) if r.get("value") is not None and r.get("score") is not None]
     by_model = sorted(range(len(recs)), key=lambda i: (-recs[i]["score"], recs[i].get("rank", 0)))
-    by_speed = sorted(range(len(recs)), key=lambda i: -recs[i]["value"])
+    by_speed = sorted(range(len(recs)), key=lambda i: -recs[i]["value"])   # as the tuner's rho
     m = {i: n + 1 for n, i in enumerate(by_model)}
     s = {i: n + 1 for n, i in enumerate(by_speed)}
     return [(m[i], s[i], recs[i]) for i in range(len(recs))]

@@ -14,8 +14,8 @@ them, read from the autotuner's file ``results/<slug>-tuning.json``
 2. **tuned**: the GPU's own tuning file (recorded mode: the recording GPU's) has a run of the
    kernel at the book's shape that timed the default *in the same run* (the run's ``baseline``:
    the default in force when it ran, or a timed entry with the shipped default's parameters):
-   the fastest configuration of that run is the default (it is the shipped one again when
-   nothing beat it). Without such a same-run timing the shipped default stays: ratios from
+   the fastest configuration of that run is the default, if it beat the run's default by more
+   than :data:`MARGIN` (else that default stands: the shipped one, or an earlier winner). Without such a same-run timing the shipped default stays: ratios from
    different runs (different clocks, another cuBLAS timing) are not compared.
 
 :meth:`helpers.runtime.catalog.Kernel.params` calls :func:`resolve` when asked for the
@@ -33,6 +33,10 @@ import os
 from . import gpu, results
 
 BOOK_SHAPE = [4096, 4096, 4096]     # the shape the defaults are chosen for
+# A tuned winner replaces the default only when it was faster by more than this share in the
+# same run: smaller gains are within the spread of repeated timings, and a default that moves
+# back and forth with every re-run would change the chapters' numbers for nothing.
+MARGIN = 0.01
 SWITCH_VAR = "GEMM_BOOK_TUNED_DEFAULTS"
 ARTIFACT = "tuning"
 
@@ -62,6 +66,12 @@ def tuning_doc(slug: str) -> dict | None:
     if not p.is_file():
         return None
     return _read(str(p), p.stat().st_mtime_ns)
+
+
+def speed(r: dict) -> float:
+    """How a measured configuration is compared: its ratio to cuBLAS timed in alternating rounds
+    beside it (robust to the clock drifting during a long run), else its value."""
+    return r["ratio"] if r.get("ratio") is not None else r["value"]
 
 
 def run_records(run: dict) -> list:
@@ -95,7 +105,7 @@ def best_fitting(spec, doc: dict | None, smem_limit: int | None) -> dict | None:
     """The fastest measured record of ``spec`` in a tuning document whose parameters pass the
     kernel's rules within ``smem_limit`` bytes of shared memory per block (None: no limit)."""
     fits = [r for run in _runs(doc, spec) for r in run_records(run) if _valid(spec, r["params"], smem_limit)]
-    return max(fits, key=lambda r: r["value"]) if fits else None
+    return max(fits, key=speed) if fits else None
 
 
 def same_run_winner(spec, doc: dict | None) -> tuple[dict, dict] | None:
@@ -111,7 +121,7 @@ def same_run_winner(spec, doc: dict | None) -> tuple[dict, dict] | None:
         base = next((r for r in recs if r["params"] == bp), None)
         valid = [r for r in recs if _valid(spec, r["params"], None)]
         if base is not None and valid:
-            return max(valid, key=lambda r: r["value"]), base
+            return max(valid, key=speed), base
     return None
 
 
@@ -165,12 +175,15 @@ def _resolve(spec, t: dict | None, slug: str) -> dict | None:
     if won is None:
         return None
     best, base = won                         # best >= base: the baseline is one of the run's records
+    if best["params"] != base["params"] and speed(best) <= (1 + MARGIN) * speed(base):
+        best = base                          # not clearly faster: the run's default stands
     if best["params"] == spec.defaults:
         return None
     what = "the shipped default's" if base["params"] == spec.defaults else "the default of that run's"
     return {"params": dict(best["params"]), "why": "tuned", "value": best["value"], "ratio": best.get("ratio"),
-            "source": (f"the autotuner's winner, {_where(slug, own)}: {best['value']:.4g} against {what} "
-                       f"{base['value']:.4g} {best.get('metric', 'TFLOP/s')} in the same run")}
+            "source": (f"the autotuner's winner, {_where(slug, own)}: {speed(best):.4g} against {what} "
+                       f"{speed(base):.4g} " + ("of cuBLAS" if best.get("ratio") is not None else "TFLOP/s")
+                       + " in the same run")}
 
 
 def why_shipped(spec) -> str:
@@ -192,7 +205,8 @@ def why_shipped(spec) -> str:
     if same_run_winner(spec, doc) is None:
         return (f"the run in results/{slug}-{ARTIFACT}.json did not time the default beside its "
                 "configurations, and results of different runs are not compared")
-    return f"the default was the fastest configuration of the run in results/{slug}-{ARTIFACT}.json"
+    return (f"no configuration of the run in results/{slug}-{ARTIFACT}.json beat the default by more than "
+            f"{MARGIN:.0%} in that run")
 
 
 def explain(spec) -> str:
