@@ -16,7 +16,18 @@ plotly.js
     anonymous define()"). Pages that carry ipywidgets state load RequireJS.
     The script is therefore wrapped: ``define`` is hidden while plotly.min.js
     runs and restored right after, so ``window.Plotly`` exists on every page
-    whatever else the page loads, and in whatever order.
+    that has a figure, whatever else the page loads, and in whatever order.
+
+    Only pages with a Plotly figure load it (:func:`_plotly_only_where_drawn`):
+    plotly.min.js is 4.8 MB, and a page without a figure has no use for it.
+
+Figures and the theme
+    ``book_figures.js`` (``_ext/static/``, copied to ``_static/``; loaded with
+    plotly.js) restyles every figure for the page: transparent backgrounds, and
+    text and grid colours that follow the light or dark theme (also when the
+    reader switches it); on a narrow screen, titles that do not fit are wrapped.
+    The figures' own style is ``helpers/figures/style.py``; committed outputs keep
+    the layout they were drawn with, hence this script.
 
 Plotly outputs
     ``helpers.show.figure`` outputs a bundle with both
@@ -40,6 +51,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -118,8 +130,15 @@ def _check(app: Sphinx) -> None:
 # Long inline code (a PTX instruction name) may break anywhere rather than widen a
 # narrow page past the screen; code blocks keep their own horizontal scroll.
 BOOK_CSS = "book.css"
+FIGURES_JS = "book_figures.js"
+STATIC = Path(__file__).resolve().parent / "static"
+# In dark mode pydata-sphinx-theme puts HTML outputs on a light card (for outputs drawn
+# for a white page); a Plotly figure has a transparent background and takes the page's
+# colours (book_figures.js), so its output stays on the page's own background.
 _BOOK_CSS_TEXT = ("code.literal, code.literal span.pre { white-space: normal; overflow-wrap: anywhere; "
-                  "word-break: break-word; }\n")
+                  "word-break: break-word; }\n"
+                  "html[data-theme=dark] .bd-content div.cell_output div.text_html:has(div.plotly-graph-div) "
+                  "{ background-color: transparent; color: inherit; padding: 0; }\n")
 
 
 def _copy_assets(app: Sphinx, exc: Exception | None) -> None:
@@ -129,6 +148,7 @@ def _copy_assets(app: Sphinx, exc: Exception | None) -> None:
     copy_asset_file(str(plotly_js_path()), static)
     with open(os.path.join(static, BOOK_CSS), "w") as f:
         f.write(_BOOK_CSS_TEXT)
+    copy_asset_file(str(STATIC / FIGURES_JS), static)
     mj = mathjax_dir()
     if _mathjax_is_local(app) and mj is not None:
         # The package ships a dozen combined builds (tex-svg.js, mml-chtml.js, ...);
@@ -161,13 +181,35 @@ def _dedupe_scripts(app: Sphinx, pagename, templatename, context, doctree) -> No
     scripts[:] = kept
 
 
+# A page has a figure when its body holds the div that ``helpers.figures.show.figure``
+# (through plotly.io.to_html) leaves in a notebook output.
+_FIGURE_DIV = re.compile(r"""<div\b[^>]*\bclass=["'][^"']*\bplotly-graph-div\b""")
+
+
+def _is_plotly_script(js) -> bool:
+    name = str(getattr(js, "filename", js) or "")
+    body = (getattr(js, "attributes", {}) or {}).get("body", "")
+    return (name.endswith("/" + PLOTLY_JS) or name.endswith("/" + FIGURES_JS)
+            or body in (_HIDE_AMD, _RESTORE_AMD))
+
+
+def _plotly_only_where_drawn(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    """Drop plotly.min.js (its AMD guards) and book_figures.js from a page without a figure."""
+    scripts = context.get("script_files")
+    if not scripts or _FIGURE_DIV.search(context.get("body") or ""):
+        return
+    scripts[:] = [js for js in scripts if not _is_plotly_script(js)]
+
+
 def setup(app: Sphinx) -> dict:
     # Low priorities: in <head>, before the theme's and myst-nb's scripts.
     app.add_js_file(None, body=_HIDE_AMD, priority=100)
     app.add_js_file(PLOTLY_JS, priority=101)
     app.add_js_file(None, body=_RESTORE_AMD, priority=102)
+    app.add_js_file(FIGURES_JS, priority=600, defer="defer")
     app.add_css_file(BOOK_CSS)
     app.connect("builder-inited", _check)
     app.connect("build-finished", _copy_assets)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("html-page-context", _plotly_only_where_drawn, priority=901)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

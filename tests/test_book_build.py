@@ -12,10 +12,13 @@ Two books are built, once each per test session (module-scoped fixtures):
   math). It checks the figure pipeline even while no chapter has a figure.
 
 Each page is served from 127.0.0.1 and opened in the system Chromium driven
-by Playwright. A page passes when it loads, ``window.Plotly`` exists, every
-``.plotly-graph-div`` in its HTML is drawn (has a ``.main-svg``), and there
-are no console errors, no uncaught exceptions, no failed or 4xx/5xx requests
-and no request to any host but the local server (the book must work offline).
+by Playwright. A page passes when it loads, ``window.Plotly`` exists where it
+has figures, every ``.plotly-graph-div`` in its HTML is drawn (has a
+``.main-svg``), and there are no console errors, no uncaught exceptions, no
+failed or 4xx/5xx requests and no request to any host but the local server
+(the book must work offline). Every page is opened a second time as on a
+phone, 412 px wide and in the dark theme: no page is wider than the screen,
+and every figure is drawn on a transparent or dark background with light text.
 
 Chromium: ``$BOOK_TEST_CHROMIUM``, else ``chromium`` on PATH, else
 ``/usr/bin/chromium`` (Debian: ``apt-get install chromium``). Never
@@ -191,19 +194,41 @@ DRAWN_JS = """() => {
           plotly: typeof window.Plotly === 'object' && typeof window.Plotly.newPlot === 'function',
           math: document.querySelectorAll('mjx-container').length};
 }"""
+# The layout of a page as drawn: its width against the viewport's, the theme, and for
+# each figure the colours it was drawn with and the background of the output around it.
+LAYOUT_JS = """() => {
+  const card = d => { let e = d.parentElement;
+    while (e && !(e.classList && e.classList.contains('cell_output'))) {
+      const bg = getComputedStyle(e).backgroundColor;
+      if (bg !== 'rgba(0, 0, 0, 0)' && bg !== 'transparent') return bg;
+      e = e.parentElement; }
+    return 'rgba(0, 0, 0, 0)'; };
+  return {scrollWidth: document.documentElement.scrollWidth, viewport: window.innerWidth,
+          theme: document.documentElement.getAttribute('data-theme'),
+          page: getComputedStyle(document.body).backgroundColor,
+          figures: Array.from(document.querySelectorAll('.plotly-graph-div')).map(d => d._fullLayout ? {
+            id: d.id, paper: d._fullLayout.paper_bgcolor, plot: d._fullLayout.plot_bgcolor,
+            font: d._fullLayout.font.color, svg: getComputedStyle(d.querySelector('.main-svg')).backgroundColor,
+            card: card(d), width: Math.round(d.getBoundingClientRect().right)} : {id: d.id})};
+}"""
+NARROW = {"width": 412, "height": 915}     # a phone (the issue's measurements)
 
 
-def check_in_chromium(build: Build) -> dict:
-    """Open every page of ``build`` in Chromium. Returns ``{page: info}`` where
-    info has ``problems`` (a list of strings, empty when the page is fine),
-    ``figures`` (divs in the HTML), ``drawn`` and ``math`` (typeset formulas)."""
+def check_in_chromium(build: Build, viewport: dict | None = None, dark: bool = False) -> dict:
+    """Open every page of ``build`` in Chromium (at ``viewport``, in the dark theme when
+    ``dark``). Returns ``{page: info}`` where info has ``problems`` (a list of strings,
+    empty when the page is fine), ``figures`` (divs in the HTML), ``drawn``, ``math``
+    (typeset formulas), ``layout`` (:data:`LAYOUT_JS`), ``bytes`` (the size of every
+    file the page loaded, summed) and ``files`` (their paths)."""
     from playwright.sync_api import sync_playwright
 
     report = {}
     with serve(build.html) as base, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
         try:
-            context = browser.new_context(service_workers="block")
+            context = browser.new_context(service_workers="block", viewport=viewport)
+            if dark:    # what pydata-sphinx-theme's switch stores, read before the page draws
+                context.add_init_script("localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');")
             # Nothing may leave this machine: abort (and record) any non-local request.
             context.route(re.compile(r"^(?!" + re.escape(base) + r"|data:|blob:|about:).*"),
                           lambda route: route.abort("blockedbyclient"))
@@ -213,6 +238,14 @@ def check_in_chromium(build: Build) -> dict:
                 page = context.new_page()
                 inflight: dict = {}
                 last = [0.0]
+                loaded: dict = {}
+
+                def done(r, files=loaded):
+                    local = build.html / r.url[len(base):].split("#")[0].split("?")[0]
+                    if r.url.startswith(base) and local.is_file():
+                        files[local.relative_to(build.html).as_posix()] = local.stat().st_size
+
+                page.on("requestfinished", done)
 
                 def started(r, p=problems, f=inflight, t=last):
                     f[r] = r.url
@@ -261,7 +294,9 @@ def check_in_chromium(build: Build) -> dict:
                     state = page.evaluate(DRAWN_JS)
                     info.update(drawn=state["drawn"], math=state["math"])
                     if not redirect:
-                        if not state["plotly"]:
+                        page.wait_for_timeout(300)        # book_figures.js restyles after drawing
+                        info["layout"] = page.evaluate(LAYOUT_JS)
+                        if expected and not state["plotly"]:
                             problems.append("window.Plotly is not defined")
                         if state["divs"] != expected:
                             problems.append(f"{expected} figure divs in the HTML, {state['divs']} in the page")
@@ -271,6 +306,7 @@ def check_in_chromium(build: Build) -> dict:
                     problems.append(f"{type(e).__name__}: {e}")
                 finally:
                     page.close()
+                info["bytes"], info["files"] = sum(loaded.values()), sorted(loaded)
                 info["problems"] = problems
                 report[rel] = info
         finally:
@@ -325,16 +361,24 @@ def test_every_toc_page_is_built(book):
 
 
 def test_plotly_js_once_per_site(book):
-    """One plotly.min.js in _static/, referenced by every page, embedded in none."""
+    """One plotly.min.js in _static/, referenced once by every page that has a
+    figure and by no other page (with it, book_figures.js), embedded in none."""
     copies = [p for p in book.html.rglob("plotly*.js")]
     assert [p.relative_to(book.html).as_posix() for p in copies] == ["_static/plotly.min.js"]
+    assert (book.html / "_static" / "book_figures.js").is_file()
+    with_figures = 0
     for page in book.pages():
         text = page.read_text(errors="replace")
         if _is_redirect(text):
             continue
         rel = page.relative_to(book.html).as_posix()
-        assert len(re.findall(r'<script[^>]+src="[^"]*_static/plotly\.min\.js', text)) == 1, rel
+        n = 1 if FIGURE_DIV.search(text) else 0
+        with_figures += n
+        assert len(re.findall(r'<script[^>]+src="[^"]*_static/plotly\.min\.js', text)) == n, rel
+        assert len(re.findall(r'<script[^>]+src="[^"]*_static/book_figures\.js', text)) == n, rel
+        assert ("__bookSavedDefine" in text) == bool(n), rel
         assert "plotly.js v" not in text, f"{rel}: plotly.js is embedded in the page"
+    assert with_figures, "no page has a figure"
 
 
 def test_no_cdn_urls_in_pages(book):
@@ -354,6 +398,91 @@ def test_book_pages_in_chromium(book):
     report = check_in_chromium(book)
     assert report, "no HTML pages were built"
     assert not _fail_report(report), "\n" + _fail_report(report)
+
+
+def _luminance(css: str) -> tuple:
+    """(relative luminance 0..1, alpha) of a CSS colour: rgb()/rgba() or #rrggbb."""
+    m = re.match(r"rgba?\(([^)]*)\)", css.replace(" ", ""))
+    if m:
+        parts = [float(v) for v in m.group(1).split(",")]
+        r, g, b = parts[:3]
+        a = parts[3] if len(parts) > 3 else 1.0
+    elif re.fullmatch(r"#[0-9a-fA-F]{6}", css):
+        r, g, b, a = int(css[1:3], 16), int(css[3:5], 16), int(css[5:7], 16), 1.0
+    else:
+        raise ValueError(f"colour {css!r}")
+    return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255, a
+
+
+def _dark_or_clear(css: str) -> bool:
+    lum, alpha = _luminance(css)
+    return alpha == 0 or lum < 0.25
+
+
+@pytest.fixture(scope="module")
+def narrow_dark(book) -> dict:
+    """Every page in Chromium at 412 px wide, in the dark theme (once per module)."""
+    _need_browser()
+    if book.returncode != 0:
+        pytest.fail("the book did not build (see test_book_builds_without_warnings)")
+    return check_in_chromium(book, viewport=NARROW, dark=True)
+
+
+def test_book_pages_at_412_px_dark(narrow_dark):
+    """At 412 px and in the dark theme every page still loads cleanly and draws
+    all its figures."""
+    assert narrow_dark and not _fail_report(narrow_dark), "\n" + _fail_report(narrow_dark)
+
+
+def test_no_page_wider_than_a_phone(narrow_dark):
+    """At 412 px no page scrolls sideways (long inline code wraps, code blocks and
+    wide tables scroll inside their own box, figures fit)."""
+    wide = [f"{rel}: {i['layout']['scrollWidth']} px wide in a {i['layout']['viewport']} px viewport"
+            for rel, i in narrow_dark.items() if "layout" in i
+            and i["layout"]["scrollWidth"] > i["layout"]["viewport"]]
+    figs = [f"{rel}: figure {f['id']} reaches x = {f['width']} px"
+            for rel, i in narrow_dark.items() for f in (i.get("layout") or {}).get("figures", [])
+            if f.get("width", 0) > i["layout"]["viewport"]]
+    assert not wide and not figs, "\n".join(wide + figs)
+
+
+def test_figures_follow_the_dark_theme(narrow_dark):
+    """In the dark theme every figure has a transparent or dark background (paper,
+    plot, its SVG and the output box around it) and light text."""
+    bad, seen = [], 0
+    for rel, info in narrow_dark.items():
+        lay = info.get("layout")
+        if not lay:
+            continue
+        if lay["theme"] != "dark":
+            bad.append(f"{rel}: data-theme is {lay['theme']!r}, not dark")
+        for f in lay["figures"]:
+            seen += 1
+            if "paper" not in f:
+                bad.append(f"{rel}: figure {f['id']} was not drawn")
+                continue
+            for what in ("paper", "plot", "svg", "card"):
+                if not _dark_or_clear(f[what]):
+                    bad.append(f"{rel}: figure {f['id']}: {what} background {f[what]} in the dark theme")
+            if _luminance(f["font"])[0] < 0.6:
+                bad.append(f"{rel}: figure {f['id']}: text colour {f['font']} on a dark page")
+    assert seen, "no figure was checked"
+    assert not bad, "\n".join(bad)
+
+
+def test_plotly_js_only_where_drawn(narrow_dark):
+    """Pages without a figure do not load plotly.js; the weights are reported."""
+    lines, bad = [], []
+    for rel, info in sorted(narrow_dark.items()):
+        if "layout" not in info:
+            continue
+        plotly = "_static/plotly.min.js" in info["files"]
+        lines.append(f"{rel}: {info['bytes']:,} bytes in {len(info['files'])} files, "
+                     f"{info['figures']} figures{', plotly.js' if plotly else ''}")
+        if plotly != bool(info["figures"]):
+            bad.append(f"{rel}: {info['figures']} figures, plotly.min.js loaded: {plotly}")
+    print("\n".join(lines))
+    assert not bad, "\n".join(bad)
 
 
 def test_committed_notebooks_are_small_and_self_contained():

@@ -27,6 +27,8 @@ from IPython.display import Markdown, display
 from helpers.runtime import gpu
 from helpers.runtime.compile import kernel_path
 
+from . import style
+
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 _fig_counter = itertools.count()
 
@@ -63,6 +65,7 @@ def figure_bundle(fig, config: Mapping | None = None) -> dict:
     live by JupyterLab's Plotly renderer), ``text/html`` (a ``<div>`` and an
     inline ``Plotly.newPlot`` call, with no plotly.js inside: the book loads
     plotly.js once per site, see ``_ext/book_offline.py``) and ``text/plain``.
+    Both carry the figure in the book's style (:func:`helpers.figures.style.polish`).
     The div id is derived from the figure's content and a per-process counter,
     so re-running a notebook does not change its outputs.
     """
@@ -70,9 +73,10 @@ def figure_bundle(fig, config: Mapping | None = None) -> dict:
 
     cfg = {"responsive": True, "displaylogo": False, **dict(config or {})}
     fig_json = json.loads(pio.to_json(fig, validate=True, remove_uids=True))
+    style.polish(fig_json)                      # the book's template, wrapped titles, ...
     digest = hashlib.sha1(json.dumps(fig_json, sort_keys=True).encode()).hexdigest()[:12]
     div_id = f"fig-{digest}-{next(_fig_counter)}"
-    html_div = pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id=div_id,
+    html_div = pio.to_html(fig_json, include_plotlyjs=False, full_html=False, div_id=div_id,
                            config=cfg, validate=False)
     title = ((fig_json.get("layout") or {}).get("title") or {})
     title = title.get("text", "") if isinstance(title, dict) else str(title)

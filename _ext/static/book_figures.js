@@ -1,0 +1,237 @@
+/* The book's Plotly figures follow the page (loaded by _ext/book_offline.py on pages
+ * that have figures).
+ *
+ * Theme: the committed notebooks carry each figure's layout as it was drawn, so the
+ * colours that depend on the page's theme are set here, on load and whenever
+ * pydata-sphinx-theme switches <html data-theme="light|dark">: transparent paper and
+ * plot backgrounds, text, grid and axis-line colours, and the colours of sliders and
+ * buttons.
+ *
+ * Width: on a narrow screen a title, or a subplot title, that does not fit is wrapped
+ * at a space (a <br>), and the top margin grows to hold it; a title that a slider
+ * sets is wrapped when the slider sets it.
+ */
+(function () {
+  "use strict";
+  var CLEAR = "rgba(0,0,0,0)";
+  var COLORS = {
+    light: {text: "#262626", grid: "rgba(128,128,128,0.28)", line: "rgba(128,128,128,0.75)",
+            menu: "#f4f5f7", menuBorder: "#b8c0cc", menuActive: "#d7dbe0"},
+    dark: {text: "#d9dde3", grid: "rgba(170,170,170,0.22)", line: "rgba(170,170,170,0.6)",
+           menu: "#2c3037", menuBorder: "#5c6470", menuActive: "#4a515c"}
+  };
+
+  function mode() {
+    return document.documentElement.getAttribute("data-theme") === "dark" ? "dark" : "light";
+  }
+
+  function graphs() {
+    return Array.prototype.filter.call(document.querySelectorAll(".plotly-graph-div"),
+      function (gd) { return gd._fullLayout && gd.layout && window.Plotly; });
+  }
+
+  function axisNames(gd) {
+    return Object.keys(gd._fullLayout).filter(function (k) { return /^[xy]axis\d*$/.test(k); });
+  }
+
+  function themeUpdate(gd) {
+    var c = COLORS[mode()];
+    var u = {paper_bgcolor: CLEAR, plot_bgcolor: CLEAR, "font.color": c.text,
+             "legend.bgcolor": CLEAR,
+             // the title hangs from the top, so that lines added below stay in the margin
+             "title.yref": "container", "title.y": 1, "title.yanchor": "top", "title.pad.t": 12};
+    axisNames(gd).forEach(function (a) {
+      u[a + ".gridcolor"] = c.grid;
+      u[a + ".zerolinecolor"] = c.grid;
+      u[a + ".linecolor"] = c.line;
+      u[a + ".tickcolor"] = c.line;
+    });
+    (gd.layout.sliders || []).forEach(function (s, i) {
+      var p = "sliders[" + i + "].";
+      u[p + "bgcolor"] = c.menu;
+      u[p + "bordercolor"] = c.menuBorder;
+      u[p + "activebgcolor"] = c.menuActive;
+      u[p + "tickcolor"] = c.line;
+      u[p + "font.color"] = c.text;
+      u[p + "currentvalue.font.color"] = c.text;
+    });
+    (gd.layout.updatemenus || []).forEach(function (m, i) {
+      var p = "updatemenus[" + i + "].";
+      u[p + "bgcolor"] = c.menu;
+      u[p + "bordercolor"] = c.menuBorder;
+      u[p + "font.color"] = c.text;
+    });
+    return u;
+  }
+
+  /* ------------------------------------------------------------ wrapping */
+  function visibleLength(s) {
+    return s.replace(/<[^>]*>/g, "").replace(/&[#\w]+;/g, "x").length;
+  }
+
+  /* Put <br> in place of spaces so that no line is longer than `width` visible
+   * characters; tags are never split, existing <br> stay. */
+  function wrap(text, width) {
+    if (!text || width < 8) return text;
+    var out = [], len = 0, lastSpace = -1, i = 0;
+    while (i < text.length) {
+      var ch = text[i];
+      if (ch === "<") {
+        var j = text.indexOf(">", i);
+        if (j < 0) j = text.length - 1;
+        var tag = text.slice(i, j + 1);
+        if (/^<br\s*\/?>$/i.test(tag)) { len = 0; lastSpace = -1; }
+        out.push(tag);
+        i = j + 1;
+        continue;
+      }
+      if (ch === " ") lastSpace = out.length;
+      out.push(ch);
+      len += 1;
+      if (len > width && lastSpace >= 0) {
+        out[lastSpace] = "<br>";
+        len = 0;
+        for (var k = lastSpace + 1; k < out.length; k++) if (out[k][0] !== "<") len += 1;
+        lastSpace = -1;
+      }
+      i += 1;
+    }
+    return out.join("");
+  }
+
+  function lines(text) { return (text.match(/<br\s*\/?>/gi) || []).length + 1; }
+
+  function titleText(t) { return typeof t === "string" ? t : (t && t.text) || ""; }
+
+  function wrapUpdate(gd) {
+    var fl = gd._fullLayout, u = {};
+    var width = gd.clientWidth || fl.width;
+    if (!width) return u;
+    var size = (fl.title && fl.title.font && fl.title.font.size) || 15;
+    var text = titleText(gd.layout.title), need = 0;
+    if (text) {
+      // <sup> lines are smaller: wrapping at the title's font size is the safe side
+      var wrapped = wrap(text, Math.floor((width - 16) / (0.56 * size)));
+      if (wrapped !== text) u["title.text"] = wrapped;
+      // every line, <sup> ones too, takes the line height of the title's font
+      need = 24 + lines(wrapped) * size * 1.4;
+    }
+    // subplot titles (annotations above a plot): wrapped at the width of their plot,
+    // and the top margin holds them under the title
+    var subLines = 0, subSize = 0;
+    (gd.layout.annotations || []).forEach(function (a, i) {
+      if (a.showarrow !== false || a.xref !== "paper" || !a.text || a.yanchor !== "bottom") return;
+      var plotW = fl._size ? fl._size.w : width;
+      var dom = 1;
+      axisNames(gd).forEach(function (n) {
+        var ax = fl[n];
+        if (n[0] === "x" && ax.domain && a.x >= ax.domain[0] && a.x <= ax.domain[1]) {
+          dom = Math.min(dom, ax.domain[1] - ax.domain[0]);
+        }
+      });
+      var fs = (a.font && a.font.size) || (fl.font && fl.font.size) || 13;
+      var w = wrap(a.text, Math.floor(dom * plotW / (0.56 * fs)));
+      if (w !== a.text) u["annotations[" + i + "].text"] = w;
+      if (a.y >= 0.999) {            // above the topmost plots: it sits in the top margin
+        subLines = Math.max(subLines, lines(w));
+        subSize = Math.max(subSize, fs);
+      }
+    });
+    if (subLines) need += subLines * subSize * 1.35 + 6;
+    if (need && (fl.margin.t || 0) < need) u["margin.t"] = Math.ceil(need);
+    // many category labels on a narrow plot: upright, smaller
+    if (width < 600) {
+      axisNames(gd).forEach(function (n) {
+        var ax = fl[n];
+        if (n[0] === "x" && ax.type === "category" && ax._categories && ax._categories.length > 8
+            && ax.tickangle !== -90 && ax.showticklabels !== false) {
+          u[n + ".tickangle"] = -90;
+          u[n + ".tickfont.size"] = 9;
+        }
+      });
+    }
+    return u;
+  }
+
+  /* A slider under the plot: far enough below the x tick labels and axis title (which
+   * a narrow screen makes taller) not to cover them. Needs the figure drawn. */
+  function sliderUpdate(gd) {
+    var fl = gd._fullLayout, u = {};
+    if (!gd.layout.sliders || !fl._size) return u;
+    var box = gd.getBoundingClientRect();
+    var plotBottom = box.top + fl._size.t + fl._size.h, low = plotBottom;
+    gd.querySelectorAll(".xaxislayer-above text, .g-xtitle text, .xtitle").forEach(function (t) {
+      low = Math.max(low, t.getBoundingClientRect().bottom);
+    });
+    (gd.layout.sliders || []).forEach(function (sl, i) {
+      var y = sl.y === undefined ? 0 : sl.y, pad = (sl.pad && sl.pad.t) || 0;
+      if (y > 0.01) return;
+      var need = Math.ceil(low - plotBottom + 12);
+      if (pad < need) u["sliders[" + i + "].pad.t"] = need;
+    });
+    return u;
+  }
+
+  /* ------------------------------------------------------------- apply */
+  function apply(gd, force) {
+    if (gd.__bookBusy) return;
+    var u = {}, key = mode() + ":" + (gd.clientWidth || 0);
+    if (force || gd.__bookTheme !== mode()) {
+      Object.assign(u, themeUpdate(gd));
+      gd.__bookTheme = mode();
+    }
+    if (gd.__bookWidth !== key) Object.assign(u, wrapUpdate(gd));
+    gd.__bookWidth = key;
+    if (Object.keys(u).length) {
+      gd.__bookBusy = true;
+      var done = function () { gd.__bookBusy = false; };
+      try {
+        var p = window.Plotly.relayout(gd, u);
+        if (p && p.then) {
+          p.then(function () { done(); fitSliders(gd); }, done);
+        } else { done(); fitSliders(gd); }
+      } catch (e) { done(); }
+    } else {
+      fitSliders(gd);
+    }
+  }
+
+  function fitSliders(gd) {
+    var u = sliderUpdate(gd);
+    if (Object.keys(u).length) window.Plotly.relayout(gd, u);
+  }
+
+  function applyAll(force) { graphs().forEach(function (gd) { apply(gd, force); }); }
+
+  function hook(gd) {
+    if (gd.__bookHooked || typeof gd.on !== "function") return;
+    gd.__bookHooked = true;
+    // a slider or a button that sets the title: wrap what it set
+    var rewrap = function () {
+      if (gd.__bookBusy) return;
+      gd.__bookWidth = null;
+      apply(gd, false);
+    };
+    gd.on("plotly_update", rewrap);
+    gd.on("plotly_relayout", rewrap);
+  }
+
+  function start() {
+    graphs().forEach(hook);
+    applyAll(true);
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+  window.addEventListener("load", function () { graphs().forEach(hook); applyAll(false); });
+  new MutationObserver(function () { applyAll(true); })
+    .observe(document.documentElement, {attributes: true, attributeFilter: ["data-theme"]});
+  var resizeTimer = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(function () { applyAll(false); }, 200);
+  });
+})();
