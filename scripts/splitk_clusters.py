@@ -6,7 +6,9 @@ For each of the issue's three split-K shapes (fp16), times the Hopper split-K pl
 with CLUSTER_M=1 and CLUSTER_M=2 against cuBLAS, alternating (three rounds each, every
 result checked against float64 first), and prints what cuOccupancyMaxActiveClusters
 reports for the CLUSTER_M=2 build (a persistent grid larger than that many clusters
-leaves some to a second wave). Prints one line per measurement.
+leaves some to a second wave), and, per build, how long Python takes to enqueue one
+call against how long the GPU takes per call when the queue never runs dry (when the
+first is longer, per-call event timing measures Python). Prints one line per measurement.
 """
 import sys
 from pathlib import Path
@@ -16,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import helpers  # noqa: E402,F401  (fills the catalog)
 from helpers.chapters import ch09_any_shape as ch  # noqa: E402
 from helpers.models import anyshape as model  # noqa: E402
-from helpers.runtime import anyshape as rt  # noqa: E402
+from helpers.runtime import anyshape as rt, gpu  # noqa: E402
 
 
 def max_clusters(fn, smem: int, grid: int) -> str:
@@ -36,6 +38,36 @@ def max_clusters(fn, smem: int, grid: int) -> str:
         return f"unknown ({type(e).__name__}: {e})"
 
 
+def host_and_gpu(plan, shape, calls: int = 50, cached: bool = True) -> str:
+    """Python's time to enqueue one call (perf_counter over ``calls`` calls, no sync) against
+    the GPU's time per call when the queue never runs dry (events around the whole batch).
+    ``cached=False`` empties the runner's prepared-arguments cache before every call (the
+    runner as it was before that cache existed: the control)."""
+    import time
+    cp = gpu.cupy()
+    A, B, C = ch._inputs(*shape, "float16")
+
+    def call():
+        if not cached:
+            rt._HOPPER_SPLITK_ARGS.clear()
+        rt.run(plan, A, B, C)
+    for _ in range(3):
+        call()
+    cp.cuda.get_current_stream().synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        call()
+    host = (time.perf_counter() - t0) / calls * 1e3
+    cp.cuda.get_current_stream().synchronize()
+    s, e = cp.cuda.Event(), cp.cuda.Event()
+    s.record()
+    for _ in range(calls):
+        call()
+    e.record()
+    e.synchronize()
+    return f"host enqueue {host * 1e3:.1f} us per call, GPU {cp.cuda.get_elapsed_time(s, e) / calls * 1e3:.1f} us per call"
+
+
 def main() -> int:
     spec, p, fn, smem = rt._hopper_splitk("float16", 2)
     print("cuOccupancyMaxActiveClusters, CLUSTER_M=2 build:", max_clusters(fn, smem, 132), flush=True)
@@ -43,6 +75,11 @@ def main() -> int:
         M, N, K = shape
         s = max(2, model.choose_splits(M, N, K, rt.sm_count(), model.HOPPER_CFG)[0])
         plan = model.Plan(operands="hopper", schedule="splitk", splits=s)
+        for cl in (1, 2):
+            rt.HOPPER_SPLITK_CLUSTER_M = cl
+            for cached in (False, True):
+                print(f"{M}x{N}x{K} CLUSTER_M={cl} {'cached' if cached else 'uncached'} arguments: "
+                      f"{host_and_gpu(plan, shape, cached=cached)}", flush=True)
         for rnd in range(2):
             for cl in (1, 2):
                 rt.HOPPER_SPLITK_CLUSTER_M = cl

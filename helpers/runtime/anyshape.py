@@ -181,6 +181,7 @@ def run(plan: model.Plan, A, B, C) -> None:
 HOPPER = {"float16": "hopper_r5_tma_store_f16", "bfloat16": "hopper_r5_tma_store_bf16"}
 _HOPPER_LAUNCH: dict = {}
 _HOPPER_SPLITK: dict = {}
+_HOPPER_SPLITK_ARGS: dict = {}      # prepared launch arguments (the arrays they point to stay alive in them)
 HOPPER_SPLITK_CLUSTER_M = 1         # split-K units fill one wave: no multicast, and no cluster to place
 
 
@@ -216,14 +217,23 @@ def _run_hopper(A, B, C, M, N, K, dtype, splits: int = 1) -> None:
     Cp = C if direct else scratch("hopC", (M, n8), C.dtype)
     shape = (M, n8, k8)
     if splits > 1:
-        spec, p, fn, smem_b = _hopper_splitk(dtype)
-        cl, sms = p["CLUSTER_M"], sm_count()
-        units = cdiv(cdiv(M, 128), cl) * cdiv(n8, 256) * splits     # (tile, k range) pairs, per cluster
-        W = scratch("hopW", (splits * M * n8,), np.float32)
-        fn((max(cl, min(sms - sms % cl, units * cl)),), (384,),
-           spec.args(p, Ap, Bp, Cp, M, n8, k8, W, np.int32(splits)), shared_mem=smem_b)
-        _copy(fns["splitk_reduce"], M * n8, (W, Cp, np.int32(M), np.int32(n8), np.int32(n8), np.int32(splits),
-                                             np.int32(0)))
+        # Everything but the two launches is prepared once per (arrays, shape, splits): at
+        # 1024 x 1024 x 16384 the GPU needs ~60 us, about what rebuilding three tensor-map
+        # arguments and their checks in Python costs (scripts/splitk_clusters.py measures both).
+        key = (dtype, HOPPER_SPLITK_CLUSTER_M, Ap.data.ptr, Bp.data.ptr, Cp.data.ptr, shape, splits)
+        if key not in _HOPPER_SPLITK_ARGS:
+            spec, p, fn, smem_b = _hopper_splitk(dtype)
+            cl, sms = p["CLUSTER_M"], sm_count()
+            units = cdiv(cdiv(M, 128), cl) * cdiv(n8, 256) * splits     # (tile, k range) pairs, per cluster
+            W = scratch("hopW", (splits * M * n8,), np.float32)
+            red = (W, Cp, np.int32(M), np.int32(n8), np.int32(n8), np.int32(splits), np.int32(0))
+            _HOPPER_SPLITK_ARGS[key] = (fn, (max(cl, min(sms - sms % cl, units * cl)),), smem_b,
+                                        spec.args(p, Ap, Bp, Cp, M, n8, k8, W, np.int32(splits)), red)
+            while len(_HOPPER_SPLITK_ARGS) > 8:     # they hold their arrays: keep the last few only
+                _HOPPER_SPLITK_ARGS.pop(next(iter(_HOPPER_SPLITK_ARGS)))
+        fn, grid, smem_b, args, red = _HOPPER_SPLITK_ARGS[key]
+        fn(grid, (384,), args, shared_mem=smem_b)
+        _copy(fns["splitk_reduce"], M * n8, red)
     else:
         if (dtype, shape) not in _HOPPER_LAUNCH:
             _HOPPER_LAUNCH[(dtype, shape)] = launch.prepare(HOPPER[dtype], shape)
