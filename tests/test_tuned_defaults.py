@@ -143,6 +143,8 @@ def test_bench_reads_a_tuned_default_from_the_tuning_file(env):
     r = bench.gemm(["mma_sync_f16"])[0]
     assert r["params"] == odd and r["value"] == 377.0 and r["source"] == "recorded" and not r.get("unable")
     assert r["from"] == "results/h200-tuning.json" and r["recorded"]["date"] == "2026-12-01"
+    assert ("mma_sync_f16 at the tuned default: timed by the autotuner (results/h200-tuning.json, 2026-12-01)"
+            in bench.where([r]))
 
 
 RECORDED = defaults.tuning_doc("h200")

@@ -171,4 +171,8 @@ def where(recs: list) -> str:
         prov = results.load().get("provenance", {})
         w += (f"; rows marked [needs ...] (hatched bars) were recorded on {prov.get('gpu', 'the recorded GPU')} "
               f"({prov.get('date', '?')}): this GPU cannot run them")
+    tuned = [r for r in recs if r.get("source") == "recorded" and r.get("from")]
+    if tuned:
+        w += "; " + ", ".join(sorted({r["kernel"] for r in tuned})) + " at the tuned default: timed by the autotuner (" \
+             + ", ".join(sorted({f"{r['from']}, {(r.get('recorded') or {}).get('date', '?')}" for r in tuned})) + ")"
     return w
