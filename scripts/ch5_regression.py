@@ -161,27 +161,25 @@ def _before_specs(path: str) -> dict:
     return out
 
 
-def gpu_table(before: str | None, rounds: int) -> None:
+def gpu_table(before: str | None, rounds: int, only: set | None) -> None:
     from helpers.runtime import bench, gpu, results
     if not gpu.live():
         sys.exit("no GPU: use --nvcc for the CPU check")
+    todo = [c for c in cases() if not c[0].endswith("-owner") and (not only or c[1] in only or c[0] in only)]
     old = _before_specs(before) if before else {}
     print(f"{gpu.cupy().cuda.runtime.getDeviceProperties(0)['name'].decode()}, {SHAPE[0]}^3, "
           f"{rounds} alternating rounds against cuBLAS per kernel")
     head = f"{'config':22s} {'recorded':>8s} " + (f"{'before':>8s} {'after':>8s} {'after/before':>12s}"
                                                     if old else f"{'now':>8s}") + "  params"
     print(head)
-    for label, key, d in cases():
-        if label.endswith("-owner"):
-            continue
+    for label, key, d in todo:
         spec = catalog.get(key)
         p = {k: v for k, v in d.items() if k in spec.defaults}
         rec = results.lookup(key, p, spec.dtype, SHAPE)
         rec_ratio = f"{rec['ratio']:.3f}" if rec and rec.get("ratio") else "-"
         if old:
-            # before, after, before, after: each measured against its own cuBLAS rounds
-            b1, a1 = bench.gemm([(old[key], p), (key, p)], SHAPE, rounds=rounds)
-            a2, b2 = bench.gemm([(key, p), (old[key], p)], SHAPE, rounds=rounds)
+            # before, after, after, before on the same inputs, each against its own cuBLAS rounds
+            b1, a1, a2, b2 = bench.gemm([(old[key], p), (key, p), (key, p), (old[key], p)], SHAPE, rounds=rounds)
             rb, ra = (b1["ratio"] + b2["ratio"]) / 2, (a1["ratio"] + a2["ratio"]) / 2
             print(f"{label:22s} {rec_ratio:>8s} {rb:8.3f} {ra:8.3f} {ra / rb:12.3f}  {_short(p, spec)}", flush=True)
         else:
@@ -199,6 +197,7 @@ def main(argv=None) -> int:
     ap.add_argument("--compare", nargs=2, metavar=("A", "B"), help="differences between two --json tables")
     ap.add_argument("--before", help="GPU: an older copy of the kernel file, timed against the current one")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--only", help="GPU: comma-separated catalog keys or labels (e.g. warptile_db,cp_async-0)")
     a = ap.parse_args(argv)
     if a.compare:
         return compare(*a.compare)
@@ -209,7 +208,7 @@ def main(argv=None) -> int:
         if a.json:
             Path(a.json).write_text(json.dumps(rows, indent=1))
         return 0
-    gpu_table(a.before, a.rounds)
+    gpu_table(a.before, a.rounds, set(a.only.split(",")) if a.only else None)
     return 0
 
 

@@ -13,11 +13,13 @@ architecture allows is skipped there (the catalog refuses it on such a GPU:
 GPU of that architecture shows the recorded numbers: tests/test_every_gpu.py). With CUDA
 13's nvcc this is about 900 builds, 15 minutes on two cores.
 
-The nvcc runs are independent: a module fixture starts them all at once on
-every core (``helpers.runtime.compile.nvcc_check`` caches each result), and
-each test then reads its own. ``pytest`` stays the one command; with
-pytest-xdist (``pytest -n auto tests/test_compile.py``) the tests spread over
-workers as well.
+The nvcc runs are independent. Run as plain ``pytest``, a module fixture starts the
+builds of the tests selected in this module (``-k`` included) all at once on every
+core, each distinct build once (the entries of a file that does not read ``ENTRY_``
+share a build: ``helpers.runtime.compile.nvcc_defines``; ``nvcc_check`` caches each
+result), and each test then reads its own. Under pytest-xdist (``pytest -n auto
+tests/test_compile.py``) the workers share the tests out instead and each compiles
+what its tests need, once.
 """
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -48,52 +50,82 @@ def _claims(spec) -> tuple:
 CASES = [(key, i, p) for key, spec in catalog.KERNELS.items() for i, p in enumerate(spec.configs())]
 
 
-def _jobs():
-    for key, i, p in CASES:
-        spec = catalog.get(key)
-        for arch in _claims(spec):
-            if spec.smem(p) <= SMEM_LIMIT[arch]:
-                yield spec.file, spec.entry, spec.defines(p), arch
-    for key, spec in catalog.KERNELS.items():
-        if spec.owner is not None:
-            yield (spec.file, spec.entry, {**spec.defines(spec.defaults), "RECORD_OWNER": 1},
-                   "sm_90a" if spec.arch_specific else "sm_90")
+def _spills_on_purpose(spec) -> bool:
+    return "launch_bounds" in spec.key or "spill" in spec.title.lower()
+
+
+def _target(spec, params, arch) -> tuple:
+    """The architecture the build of ``spec`` at ``params`` is checked for on the
+    test's ``arch`` (sm_90a for arch-specific code), or None and why the test skips."""
+    if spec.arch_specific:             # sm_90a machine code (chapter 10): one target, checked once
+        if arch != "sm_90":
+            return None, f"{spec.key} is {spec.needs()}: compiled for that target only"
+        arch = "sm_90a"
+    elif arch not in _claims(spec):
+        return None, (f"{spec.key} needs {spec.needs()}: it claims no {arch} (a GPU of that architecture "
+                      "shows its recorded numbers)")
+    if spec.smem(params) > SMEM_LIMIT[arch]:
+        return None, (f"{spec.key} {params} needs {spec.smem(params)} B of shared memory, more than {arch} "
+                      f"allows ({SMEM_LIMIT[arch]}); the catalog refuses it at launch there")
+    return arch, ""
+
+
+def _owner_defines(spec) -> dict:
+    return {**spec.defines(spec.defaults), "RECORD_OWNER": 1}
+
+
+def _owner_arch(spec) -> str:
+    return "sm_90a" if spec.arch_specific else "sm_90"
+
+
+def _job(item):
+    """(file, entry, defines, arch) of the nvcc build a test of this module reads, or None."""
+    cs = getattr(item, "callspec", None)
+    if cs is None:
+        return None
+    spec = catalog.get(cs.params["key"])
+    if item.originalname == "test_nvcc_compiles_without_spills":
+        arch, _ = _target(spec, cs.params["params"], cs.params["arch"])
+        return (spec.file, spec.entry, spec.defines(cs.params["params"]), arch) if arch else None
+    if item.originalname == "test_instrumented_builds_compile_without_spills":
+        return spec.file, spec.entry, _owner_defines(spec), _owner_arch(spec)
+    return None
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _compile_everything_in_parallel():
-    """Fill nvcc_check's cache with every build this module checks, all cores busy."""
+def _compile_selected_in_parallel(request):
+    """Fill nvcc_check's cache with the builds of this module's selected tests, each
+    distinct build once, all cores busy. Not under pytest-xdist, where every worker
+    would compile every build: there each test compiles its own."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    jobs = {}
+    for item in request.session.items:
+        job = _job(item) if item.module is request.module else None
+        if job:
+            file, entry, defines, arch = job
+            jobs.setdefault((file, kc.nvcc_defines(file, entry, defines), arch), job)
+
     def one(job):
         try:
             kc.nvcc_check(job[0], job[1], job[2], arch=job[3])
         except Exception:        # the test of that build reports it
             pass
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
-        list(ex.map(one, list(_jobs())))
-
-
-def _spills_on_purpose(spec) -> bool:
-    return "launch_bounds" in spec.key or "spill" in spec.title.lower()
+        list(ex.map(one, list(jobs.values())))
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("key,i,params", CASES, ids=[f"{k}-{i}" for k, i, _ in CASES])
 def test_nvcc_compiles_without_spills(key, i, params, arch):
     spec = catalog.get(key)
-    if spec.arch_specific:             # sm_90a machine code (chapter 10): one target, checked once
-        if arch != "sm_90":
-            assert not spec.runs_on(_cc(arch)), f"{key} is {spec.needs()} but claims {arch}"
-            pytest.skip(f"{key} is {spec.needs()}: compiled for that target only")
-        arch = "sm_90a"
-    elif arch not in _claims(spec):
-        pytest.skip(f"{key} needs {spec.needs()}: it claims no {arch} (a GPU of that architecture shows "
-                    "its recorded numbers)")
-    if spec.smem(params) > SMEM_LIMIT[arch]:
-        pytest.skip(f"{key} {params} needs {spec.smem(params)} B of shared memory, more than {arch} allows "
-                    f"({SMEM_LIMIT[arch]}); the catalog refuses it at launch there")
+    if spec.arch_specific and arch != "sm_90":
+        assert not spec.runs_on(_cc(arch)), f"{key} is {spec.needs()} but claims {arch}"
+    arch, why = _target(spec, params, arch)
+    if arch is None:
+        pytest.skip(why)
     r = kc.nvcc_check(spec.file, spec.entry, spec.defines(params), arch=arch)
     assert r["smem_static"] + spec.smem(params) <= SMEM_LIMIT[arch], f"{key} {params}: too much shared memory {r}"
-    assert r["registers"] <= 255
     if _spills_on_purpose(spec):
         assert r["spill_stores"] + r["spill_loads"] > 0, f"{key} is the spill demonstration but does not spill: {r}"
     else:
@@ -108,9 +140,7 @@ def test_instrumented_builds_compile_without_spills(key):
     """The -DRECORD_OWNER=1 build (the owner check of the GPU suite) compiles
     and does not spill where the kernel does not."""
     spec = catalog.get(key)
-    arch = "sm_90a" if spec.arch_specific else "sm_90"
-    r = kc.nvcc_check(spec.file, spec.entry, {**spec.defines(spec.defaults), "RECORD_OWNER": 1}, arch=arch)
-    assert r["registers"] <= 255
+    r = kc.nvcc_check(spec.file, spec.entry, _owner_defines(spec), arch=_owner_arch(spec))
     if not _spills_on_purpose(spec):
         assert r["spill_stores"] == 0 and r["spill_loads"] == 0, f"{key}: the instrumented build spills: {r}"
 

@@ -3,7 +3,7 @@ the m64nNk16 accumulator layout and the mbarrier ring of a warp-specialized GEMM
 
 Plain Python/NumPy (no GPU). Each function describes what ``kernels/10_hopper.cu``
 really does, so figures can draw it and GPU tests can compare it with what the
-kernel itself wrote (``tests/gpu/test_hopper.py``).
+kernel itself wrote (``tests/gpu/test_hopper_gpu.py``).
 
 Sources:
 

@@ -292,6 +292,14 @@ def _nvcc_check(file: str, defines: tuple, arch: str, extra: tuple) -> dict:
     return out
 
 
+def nvcc_defines(file: str, entry: str, params: dict | None = None) -> tuple:
+    """The ``-D`` options of :func:`nvcc_check`'s build of ``entry``: ``params``,
+    plus ``ENTRY_<entry>`` where the file reads it (kernels/05_register_tiling.cu).
+    A file that never mentions ``ENTRY_`` builds the same whichever entry is asked
+    for, so its entries share one nvcc run (one cache entry) per parameter set."""
+    return _defines(entry_defines(entry, params) if "ENTRY_" in source(file) else params)
+
+
 def nvcc_check(file: str, entry: str, params: dict | None = None, arch: str = "sm_90",
                extra_options: tuple = ()) -> dict:
     """Compile with ``nvcc -cubin -arch=<arch> -Xptxas -v`` (no GPU needed).
@@ -303,7 +311,7 @@ def nvcc_check(file: str, entry: str, params: dict | None = None, arch: str = "s
     :class:`KernelCompileError` when the kernel does not compile, KeyError if
     ``entry`` is not in the file.
     """
-    res = _nvcc_check(file, _defines(entry_defines(entry, params)), arch, tuple(extra_options))
+    res = _nvcc_check(file, nvcc_defines(file, entry, params), arch, tuple(extra_options))
     if entry not in res:
         raise KeyError(f"entry={entry!r}: not found in {file} (have {sorted(res)}); "
                        "is it extern \"C\" __global__?")
