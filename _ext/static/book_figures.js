@@ -39,7 +39,8 @@
     var u = {paper_bgcolor: CLEAR, plot_bgcolor: CLEAR, "font.color": c.text,
              "legend.bgcolor": CLEAR,
              // the title hangs from the top, so that lines added below stay in the margin
-             "title.yref": "container", "title.y": 1, "title.yanchor": "top", "title.pad.t": 12};
+             "title.yref": "container", "title.y": 1, "title.yanchor": "top",
+             "title.pad.t": titlePad(titleText(gd.layout.title), titleSize(gd))};
     axisNames(gd).forEach(function (a) {
       u[a + ".gridcolor"] = c.grid;
       u[a + ".zerolinecolor"] = c.grid;
@@ -103,18 +104,31 @@
 
   function titleText(t) { return typeof t === "string" ? t : (t && t.text) || ""; }
 
+  function titleSize(gd) {
+    var fl = gd._fullLayout;
+    return (fl.title && fl.title.font && fl.title.font.size) || 15;
+  }
+
+  /* Plotly draws a title of several lines anchored at its top about 0.9 font sizes
+   * higher than one of a single line: the pad makes up for it (style.title_pad). */
+  function titlePad(text, size) {
+    return 12 + (lines(text) > 1 ? Math.ceil(0.95 * size) : 0);
+  }
+
   function wrapUpdate(gd) {
     var fl = gd._fullLayout, u = {};
     var width = gd.clientWidth || fl.width;
     if (!width) return u;
-    var size = (fl.title && fl.title.font && fl.title.font.size) || 15;
+    var size = titleSize(gd);
     var text = titleText(gd.layout.title), need = 0;
     if (text) {
       // <sup> lines are smaller: wrapping at the title's font size is the safe side
       var wrapped = wrap(text, Math.floor((width - 16) / (0.56 * size)));
       if (wrapped !== text) u["title.text"] = wrapped;
+      var pad = titlePad(wrapped, size);
+      if (!(fl.title && fl.title.pad && fl.title.pad.t === pad)) u["title.pad.t"] = pad;
       // every line, <sup> ones too, takes the line height of the title's font
-      need = 24 + lines(wrapped) * size * 1.4;
+      need = 26 + lines(wrapped) * size * 1.35;
     }
     // subplot titles (annotations above a plot): wrapped at the width of their plot,
     // and the top margin holds them under the title
@@ -138,7 +152,7 @@
       }
     });
     if (subLines) need += subLines * subSize * 1.35 + 6;
-    if (need && (fl.margin.t || 0) < need) u["margin.t"] = Math.ceil(need);
+    if (need && (fl.margin.t || 0) < need) grow(gd, u, "margin.t", fl.margin.t || 0, Math.ceil(need));
     // many category labels on a narrow plot: upright, smaller
     if (width < 600) {
       axisNames(gd).forEach(function (n) {
@@ -167,7 +181,7 @@
       var y = sl.y === undefined ? 0 : sl.y, pad = (sl.pad && sl.pad.t) || 0;
       if (y > 0.01) return;
       var need = Math.ceil(low - plotBottom + 12);
-      if (pad < need) u["sliders[" + i + "].pad.t"] = need;
+      if (pad < need) grow(gd, u, "sliders[" + i + "].pad.t", pad, need);
     });
     return u;
   }
@@ -186,7 +200,7 @@
       gd.__bookBusy = true;
       var done = function () { gd.__bookBusy = false; };
       try {
-        var p = window.Plotly.relayout(gd, u);
+        var p = relayout(gd, u);
         if (p && p.then) {
           p.then(function () { done(); fitSliders(gd); }, done);
         } else { done(); fitSliders(gd); }
@@ -196,9 +210,51 @@
     }
   }
 
+  /* What sits above the plots (a legend, a note, subplot titles; more rows of them on a
+   * narrow screen) must stay under the title: measured, the top margin grows by the
+   * overlap. */
+  function clearTitleUpdate(gd) {
+    var fl = gd._fullLayout, t = gd.querySelector(".gtitle");
+    if (!t || !fl._size) return {};
+    var tb = t.getBoundingClientRect();
+    if (!tb.height) return {};
+    var box = gd.getBoundingClientRect(), plotTop = box.top + fl._size.t, top = plotTop;
+    gd.querySelectorAll(".legend, .infolayer .annotation").forEach(function (e) {
+      var r = e.getBoundingClientRect();
+      if (r.height && r.top < plotTop) top = Math.min(top, r.top);
+    });
+    if (tb.bottom + 4 <= top) return {};
+    var u = {};
+    grow(gd, u, "margin.t", fl.margin.t, Math.ceil(fl.margin.t + tb.bottom + 6 - top));
+    return u;
+  }
+
+  /* Set `key` from `from` to `to` in the update `u`, and make the figure that much
+   * taller, so that the plots keep their height. */
+  function grow(gd, u, key, from, to) {
+    u[key] = to;
+    var h = u.height || gd._fullLayout.height;
+    if (h && to > from) u.height = Math.ceil(h + to - from);
+  }
+
   function fitSliders(gd) {
     var u = sliderUpdate(gd);
-    if (Object.keys(u).length) window.Plotly.relayout(gd, u);
+    var v = clearTitleUpdate(gd);
+    if (u.height && v.height) v.height += u.height - gd._fullLayout.height;
+    Object.assign(u, v);
+    relayout(gd, u);
+  }
+
+  /* Plotly.relayout; a div whose height plotly.io wrote in its style (the figure's, or
+   * the wrapper's around it) grows with the figure. */
+  function relayout(gd, u) {
+    if (!Object.keys(u).length) return null;
+    if (u.height) {
+      [gd, gd.parentElement].forEach(function (e) {
+        if (e && /px$/.test(e.style.height)) e.style.height = u.height + "px";
+      });
+    }
+    return window.Plotly.relayout(gd, u);
   }
 
   function applyAll(force) { graphs().forEach(function (gd) { apply(gd, force); }); }

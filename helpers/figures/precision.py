@@ -23,5 +23,5 @@ def fp16_accumulator_figure(K: int = DEMO["K"]):
                         "<br><sup>NumPy float16 / float32 emulation on the CPU (a model, not a measurement)</sup>",
                    x=0.01),
         xaxis_title="k (terms added so far)", yaxis_title="running sum",
-        height=400, margin=dict(l=60, r=20, t=70, b=50), legend=dict(x=0.98, xanchor="right", y=0.12, yanchor="bottom", bgcolor="rgba(255,255,255,0.8)"))
+        height=400, margin=dict(l=60, r=20, t=70, b=50), legend=dict(x=0.98, xanchor="right", y=0.12, yanchor="bottom", orientation="v"))
     return fig

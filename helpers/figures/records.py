@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from helpers.runtime.bench import where
 
-from . import show
+from . import show, style
 
 
 COLUMNS = {"title": "kernel", "params": "parameters", "shape": "shape", "value": "value",
@@ -29,7 +29,7 @@ def bar(recs: list, title: str):
     """A bar chart of records' ratio to their same-run reference (plotly Figure)."""
     ok = [r for r in recs if r.get("value") is not None]
     ref = ok[0]["reference"] if ok else ""
-    fig = go.Figure(go.Bar(x=[r["title"] for r in ok], y=[r["ratio"] for r in ok],
+    fig = go.Figure(go.Bar(x=[r["title"] for r in ok], y=[r["ratio"] for r in ok], marker_color=style.BAR,
                            text=[f"{r['value']:.0f} {r['metric']}" if r["value"] >= 10 else f"{r['value']:.2f} {r['metric']}"
                                  for r in ok], textposition="outside",
                            hovertext=[f"{r['params']}, {r['ms']} ms" if r.get("ms") else str(r["params"]) for r in ok],

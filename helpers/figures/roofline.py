@@ -31,7 +31,7 @@ def show_ceilings(ceil: dict) -> None:
     show.table(rows, ["ceiling", "value", "unit"], f"Ceilings of this GPU, {ceil.get('where', '')}.")
 
 
-def figure(recs: list, ceil: dict, title: str = "Roofline", measured: dict | None = None):
+def figure(recs: list, ceil: dict, title: str = "Roofline", measured: dict | None = None, dtypes=()):
     """A log-log roofline (plotly Figure) with the measured roofs and each kernel.
 
     ``measured``: {(kernel key, (M, N, K)): FLOP per byte of the DRAM traffic Nsight
@@ -42,7 +42,9 @@ def figure(recs: list, ceil: dict, title: str = "Roofline", measured: dict | Non
     Each GEMM record is drawn at the intensity its loads request (filled
     marker, when the catalog has a traffic model) and at the minimal intensity
     of the problem (hollow marker), joined by a dotted line: the distance
-    between the two is the re-reading the kernel does. Records with no value
+    between the two is the re-reading the kernel does. The Tensor Core roofs (cuBLAS
+    fp16 / bf16) are drawn only for a dtype that a record has, or that ``dtypes`` names:
+    an FP32 chapter shows no Tensor Core roof. Records with no value
     (not recorded) are skipped. The title says where the numbers come from.
     """
     import numpy as np
@@ -57,8 +59,8 @@ def figure(recs: list, ceil: dict, title: str = "Roofline", measured: dict | Non
         roofs.append(("FP32 CUDA cores, spec", spec["fp32_peak_TFLOPs"], "dash"))
     if cub.get("float32"):
         roofs.append(("FP32 cuBLAS, measured", cub["float32"], "solid"))
-    for dt in ("float16", "bfloat16"):
-        if cub.get(dt):
+    for dt in ("float16", "bfloat16"):           # Tensor Core roofs only where a record is fp16/bf16
+        if cub.get(dt) and (dt in dtypes or any(r.get("dtype") == dt for r in recs)):
             roofs.append((f"Tensor Cores {dt} cuBLAS, measured", cub[dt], "dot"))
     if bw:
         for name, peak, dash in roofs:
@@ -110,8 +112,10 @@ def figure(recs: list, ceil: dict, title: str = "Roofline", measured: dict | Non
         yaxis=dict(type="log", title="TFLOP/s"),
         height=480, legend=dict(font=dict(size=10)), margin=dict(l=60, r=20, t=70, b=50))
     if drawn_measured:
-        fig.add_annotation(xref="paper", yref="paper", x=0, y=-0.2, showarrow=False, xanchor="left",
-                           font=dict(size=10), text="diamond: measured DRAM traffic (" + measured.get("where", "?")
+        # a key above the plot (under the title), where a narrow page can wrap it
+        fig.add_annotation(xref="paper", yref="paper", x=0, y=1, yanchor="bottom", showarrow=False,
+                           xanchor="left", align="left", font=dict(size=10),
+                           text="diamond: measured DRAM traffic (" + measured.get("where", "?")
                            + "); filled circle: what the loads request; hollow: minimal traffic")
-        fig.update_layout(height=510, margin=dict(b=80))
+        fig.update_layout(height=510)
     return fig

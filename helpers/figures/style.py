@@ -199,12 +199,20 @@ def title_lines(text: str) -> tuple:
     return main, sub
 
 
-def title_margin(text: str, font_size: float = 15) -> int:
-    """Top margin (px) that holds a title of this text, hung from the top with the
-    template's pad. Plotly gives every line, ``<sup>`` ones too, the line height of
-    the title's font."""
+def title_pad(text: str, font_size: float = 15) -> int:
+    """The top pad of a title hung from the top of the figure. Plotly (2.x, 3.x) draws a
+    title of several lines anchored at its top about 0.9 font sizes higher than one of
+    a single line (measured in Chromium: its first line is cut at the top otherwise)."""
     main, sub = title_lines(text)
-    return int(round(24 + (main + sub) * font_size * 1.4))
+    return 12 + (int(np.ceil(0.95 * font_size)) if main + sub > 1 else 0)
+
+
+def title_margin(text: str, font_size: float = 15) -> int:
+    """Top margin (px) that holds a title of this text under its :func:`title_pad`.
+    Plotly gives every line, ``<sup>`` ones too, the line height of the title's font."""
+    main, sub = title_lines(text)
+    return int(round(title_pad(text, font_size) - 0.95 * font_size * (main + sub > 1)
+                     + (main + sub) * font_size * 1.35 + 14))
 
 
 # ------------------------------------------------------------------- polish
@@ -291,12 +299,17 @@ def polish(fig: dict) -> dict:
         t["text"] = wrap(_title_text(t))
         lay["title"] = t
         need = title_margin(t["text"], tfont)
+        # hung from the top (the template), with the pad its number of lines needs
+        t.setdefault("pad", {})["t"] = title_pad(t["text"], tfont)
+        t.update(yref="container", y=1, yanchor="top")
     for menu in (lay.get("sliders") or []) + (lay.get("updatemenus") or []):
         for st in menu.get("steps") or menu.get("buttons") or []:
             for arg in st.get("args") or []:
                 if isinstance(arg, dict) and isinstance(arg.get("title.text"), str):
                     arg["title.text"] = wrap(arg["title.text"])
                     need = max(need, title_margin(arg["title.text"], tfont))
+                    if t and title_pad(arg["title.text"], tfont) != t["pad"]["t"]:
+                        arg["title.pad.t"] = title_pad(arg["title.text"], tfont)
             if "label" in st and visible_len(str(st["label"])) > LABEL_WIDTH:
                 st["label"] = abbreviate(st["label"])
     for sl in lay.get("sliders") or []:
@@ -306,6 +319,15 @@ def polish(fig: dict) -> dict:
         if steps and len(steps) * max(visible_len(str(st.get("label", ""))) for st in steps) > SLIDER_CHARS:
             for k, st in enumerate(steps):
                 st["label"] = str(k + 1)
+    # notes and subplot titles just above the top plots sit in the top margin too
+    top = 0
+    for a in lay.get("annotations") or []:
+        if (a.get("showarrow") is False and a.get("yref") == "paper" and (a.get("y") or 0) >= 0.999
+                and a.get("yanchor") == "bottom" and isinstance(a.get("text"), str)):
+            a["text"] = wrap(a["text"], SUB_WIDTH)
+            fs = (a.get("font") or {}).get("size") or 13
+            top = max(top, int(sum(title_lines(a["text"])) * fs * 1.35) + 6)
+    need = (need or (40 if top else 0)) + top
     if need:
         margin = lay.setdefault("margin", {})
         if margin.get("t", 80) < need:

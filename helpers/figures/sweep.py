@@ -12,7 +12,10 @@ from collections import Counter
 
 import plotly.graph_objects as go
 
+from helpers.runtime import catalog
 from helpers.runtime.bench import where
+
+from . import style
 
 
 def _label(params: dict, names) -> str:
@@ -46,21 +49,48 @@ def figure(recs: list, names=None, title: str = ""):
         return s
 
     best = max(range(len(recs)), key=lambda i: vals[i])
-    colors = lambda i: ["#d62728" if j == i else ("#1f77b4" if recs[j]["value"] is not None else "#cccccc")
-                        for j in range(len(recs))]
+    colors = lambda i: [style.SELECTED if j == i else (style.BAR if recs[j]["value"] is not None
+                                                       else style.NOT_RECORDED) for j in range(len(recs))]
     wh = where(recs)
     head = lambda i: (f"{title}: {labels[i]} -> {info(recs[i])}<br><sup>{wh}</sup>")
-    fig = go.Figure(go.Bar(x=labels, y=vals, marker_color=colors(best),
+    fig = go.Figure(go.Bar(x=labels, y=vals, marker_color=colors(best), showlegend=False,
                            marker_pattern_shape=["/" if r.get("unable") else "" for r in recs],
                            hovertext=[info(r) for r in recs], hoverinfo="x+text"))
+    # the key: what the colours mean, and a star on the default configuration
+    key = [(style.SELECTED_NAME, style.SELECTED), ("measured", style.BAR)]
+    if any(r["value"] is None for r in recs):
+        key.append(("not recorded", style.NOT_RECORDED))
+    for name, color in key:
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, hoverinfo="skip",
+                                 marker=dict(symbol="square", size=11, color=color)))
+    d = default_index(recs)
+    if d is not None:
+        fig.add_trace(go.Scatter(x=[labels[d]], y=[vals[d]], mode="markers", name=style.DEFAULT_NAME,
+                                 marker=style.DEFAULT_MARKER, hoverinfo="text",
+                                 hovertext=[f"default configuration: {info(recs[d])}"]))
     steps = [dict(method="update", label=labels[i],
                   args=[{"marker.color": [colors(i)]}, {"title.text": head(i)}, [0]]) for i in range(len(recs))]
     fig.update_layout(title=dict(text=head(best), x=0.01, font=dict(size=13)),
                       yaxis_title=unit, height=420, margin=dict(l=60, r=20, t=80, b=40),
                       xaxis=dict(tickangle=-30, tickfont=dict(size=10)),
+                      legend=dict(orientation="h", x=1, xanchor="right", y=1.02, yanchor="bottom"),
                       sliders=[dict(active=best, steps=steps, currentvalue=dict(prefix="config: "),
                                     pad=dict(t=60))])
     return fig
+
+
+def default_index(recs: list):
+    """Index of the record measured at its kernel's default parameters on the GPU the
+    book decides for (:meth:`helpers.runtime.catalog.Kernel.params`), or None."""
+    for i, r in enumerate(recs):
+        try:
+            dflt = catalog.get(r["kernel"]).params()
+        except (KeyError, ValueError):
+            continue
+        p = r.get("params") or {}
+        if p and all(p[k] == dflt[k] for k in p if k in dflt):
+            return i
+    return None
 
 
 def sweep_base(recs: list) -> dict:
@@ -90,6 +120,9 @@ def labelled_figure(recs: list, names=None, title: str = "", short: bool = True)
         labels = [" ".join(f"{n}={r['params'][n]}" for n in names if r["params"][n] != base[n]) or "base"
                   for r in recs]
         fig.data[0].x = labels
+        for tr in fig.data[1:]:                 # the default's star stands on its bar
+            if tr.name == style.DEFAULT_NAME:
+                tr.x = [labels[full.index(tr.x[0])]]
         for st, old, new in zip(fig.layout.sliders[0].steps, full, labels):
             st.label = new
             st.args[1]["title.text"] = st.args[1]["title.text"].replace(old, new, 1)
