@@ -4,8 +4,7 @@
 The catalog entries (the predicated kernel, cp.async and register builds) and the
 measurements the notebook shows (strategies side by side, reproducibility, waves and
 their control, the shape zoo). The runner and the dispatcher :func:`gemm` live in
-:mod:`helpers.runtime.anyshape` (re-exported here). Live, each
-measurement checks every strategy against a float64 reference after a NaN poison
+:mod:`helpers.runtime.anyshape` (re-exported here). Live, each measurement checks every strategy against a float64 reference after a NaN poison
 and times it against cuBLAS on the same inputs in alternating rounds; without a
 GPU (or on one older than sm_80) the notebook reads ``results/h200-anyshape.json``
 (written by ``scripts/record_anyshape.py``), labelled as recorded.
@@ -22,8 +21,8 @@ from helpers.figures import anyshape as fig, show
 from helpers.models import anyshape as model
 from helpers.models.raster import cdiv
 from helpers.runtime import anyshape as rt, bench, checks, gpu, probes, results, timing, verify
-from helpers.runtime.anyshape import (DTYPES, FILE, H200_SMS, MIN_CC, STRATEGIES, aligned_inputs,  # noqa: F401
-                                      can_run, check_inputs, gemm, plan_for, run)
+from helpers.runtime.anyshape import (DTYPES, FILE, H200_SMS, MIN_CC, STRATEGIES, aligned_inputs, can_run,  # noqa: F401
+                                      check_inputs, gemm, plan_for, run)
 from helpers.runtime.catalog import Kernel, register
 from helpers.runtime.checks import multiple_of, require
 
@@ -193,10 +192,9 @@ def splitk_rows(dtype: str = "float16", shapes=SPLITK_SHAPES, rounds: int = 3) -
         items = ["dp", "splitk", "splitk_atomic"] + [
             model.Plan(schedule="splitk", splits=x, reason=f"split-K {x}: the model's {s} {'halved' if x < s else 'doubled'}")
             for x in (s // 2, 2 * s) if x >= 2]
-        hopper = can_run("hopper") is None           # sm_90: chapter 10's kernel with and without split-K
-        items += ["hopper", "hopper_splitk"] if hopper else []
+        items += ["hopper", "hopper_splitk"] if can_run("hopper") is None else []   # sm_90: chapter 10's kernel
         recs = measure(items, shape, dtype, rounds=rounds)
-        for i, (r, it) in enumerate(zip(recs, items)):
+        for r, it in zip(recs, items):
             p = it if isinstance(it, model.Plan) else plan_for(it, M, N, K, True)
             base = recs[items.index("hopper") if str(it).startswith("hopper") else 0]["value"]
             out.append({**r, "splits": p.splits,
