@@ -31,28 +31,9 @@ from helpers.runtime import gpu, results, tune  # noqa: E402
 
 
 def accuracy(slug: str = "h200") -> list:
-    """Rows comparing the tuner's pick with the exhaustive best, per kernel in both files."""
-    tuned = json.loads((results.RESULTS_DIR / f"{slug}-tuning.json").read_text())
-    full = json.loads((results.RESULTS_DIR / f"{slug}-tuning-exhaustive.json").read_text())
-    rows = []
-    for ex in full["runs"]:
-        run = next((r for r in tuned["runs"] if r["kernel"] == ex["kernel"]), None)
-        if run is None:
-            continue
-        src = ex.get("confirmed") or ex["timed"]      # the full-method re-timing when there is one
-        table = {json.dumps(r["params"], sort_keys=True): r for r in src}
-        pick = table.get(json.dumps(run["best"]["params"], sort_keys=True))
-        best = max(src, key=lambda r: r["value"])
-        valid = ex["space"] - ex["refused"]
-        rows.append({"kernel": ex["kernel"], "valid configurations": valid, "tuner timed": len(run["timed"]),
-                     "share timed": round(len(run["timed"]) / valid, 3),
-                     "compared in": "confirmation run (top of the exhaustive pass + the pick, full method)"
-                     if ex.get("confirmed") else "exhaustive pass (one short round each)",
-                     "best TFLOP/s": best["value"], "best params": best["params"],
-                     "tuner's pick TFLOP/s": pick["value"] if pick else None,
-                     "pick / best": round(pick["value"] / best["value"], 4) if pick else None,
-                     "rank of the pick": (1 + sum(r["value"] > pick["value"] for r in src)) if pick else None})
-    return rows
+    """Rows comparing the tuner's pick with the exhaustive best (helpers.runtime.tune.accuracy)."""
+    return tune.accuracy(json.loads((results.RESULTS_DIR / f"{slug}-tuning.json").read_text()),
+                         json.loads((results.RESULTS_DIR / f"{slug}-tuning-exhaustive.json").read_text()))
 
 
 def main(argv=None) -> int:

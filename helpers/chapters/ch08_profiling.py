@@ -306,6 +306,25 @@ def show_tuned_panels(runs: list, key: str = "cp_async", live: bool | None = Non
     show.figure(tuning_fig.panel_figure(pairs, f"{key}; {where}"))
 
 
+def show_accuracy(slug: str = results.DEFAULT_SLUG) -> list:
+    """The tuner against an exhaustive search (recorded): every valid configuration of one
+    kernel timed once, its top re-timed with the tuner's pick by the full method, and where
+    the pick stands (:func:`helpers.runtime.tune.accuracy`). Returns the rows."""
+    full, tuned = results.artifact("tuning-exhaustive", slug), results.artifact("tuning", slug)
+    where = results.artifact_where(full, "tuning-exhaustive", slug)
+    if not full or not tuned:
+        show.note(f"The exhaustive search is {where}.", title="No exhaustive run")
+        return []
+    rows = tune.accuracy(tuned, full)
+    show.table(rows, [c for c in rows[0] if c != "best params"] if rows else [],
+               f"The tuner's pick against every valid configuration; {where}.")
+    name = {r["kernel"]: f"{r['kernel']} (all {r['space'] - r['refused']}, one round each)" for r in full["runs"]}
+    runs = [{**r, "kernel": name[r["kernel"]], "timed": [{**t, "stage": "the exhaustive pass"} for t in r["timed"]]}
+            for r in full["runs"]]
+    show.figure(tuning_fig.distribution_figure(runs, where, {name[k]: catalog.get(k).defaults for k in name}))
+    return rows
+
+
 def show_defaults_here() -> None:
     """Which defaults the GPU the book decides for gets from the tuning files
     (:mod:`helpers.runtime.defaults`), one line per tuned kernel."""

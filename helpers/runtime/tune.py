@@ -293,6 +293,34 @@ def confirm(key: str, params: list, shape=(4096, 4096, 4096), progress: bool = T
     return _time(key, params, shape, progress, desc="confirm")
 
 
+def accuracy(tuned: dict, full: dict) -> list:
+    """How close the tuner came, per kernel found in both documents (``tuned``: a
+    ``<gpu>-tuning.json``, ``full``: a ``<gpu>-tuning-exhaustive.json``). The comparison uses
+    the exhaustive file's ``confirmed`` records when it has them (its top re-timed with the
+    tuner's pick, full method, one session), else its single-round pass. Rows: {"kernel",
+    "valid configurations", "tuner timed", "share timed", "compared in", "best TFLOP/s",
+    "best params", "tuner's pick TFLOP/s", "pick / best", "rank of the pick"}."""
+    rows = []
+    for ex in full.get("runs", []):
+        run = next((r for r in tuned.get("runs", []) if r["kernel"] == ex["kernel"]), None)
+        if run is None:
+            continue
+        src = ex.get("confirmed") or ex["timed"]
+        table = {json.dumps(r["params"], sort_keys=True): r for r in src}
+        pick = table.get(json.dumps(run["best"]["params"], sort_keys=True))
+        best = max(src, key=lambda r: r["value"])
+        valid = ex["space"] - ex["refused"]
+        rows.append({"kernel": ex["kernel"], "valid configurations": valid, "tuner timed": len(run["timed"]),
+                     "share timed": round(len(run["timed"]) / valid, 3),
+                     "compared in": "confirmation run (top of the exhaustive pass + the pick, full method)"
+                     if ex.get("confirmed") else "exhaustive pass (one short round each)",
+                     "best TFLOP/s": best["value"], "best params": best["params"],
+                     "tuner's pick TFLOP/s": pick["value"] if pick else None,
+                     "pick / best": round(pick["value"] / best["value"], 4) if pick else None,
+                     "rank of the pick": (1 + sum(r["value"] > pick["value"] for r in src)) if pick else None})
+    return rows
+
+
 def save(docs: list, slug: str | None = None, name: str = "tuning") -> str:
     """Write ``results/<slug>-<name>.json`` ({"runs": docs}; slug: this GPU's) and return its path."""
     slug = slug or gpu.slug(gpu.device_info()["name"])
