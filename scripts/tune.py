@@ -63,9 +63,11 @@ def main(argv=None) -> int:
         full = json.loads(path.read_text())
         tuned = json.loads((results.RESULTS_DIR / f"{slug}-tuning.json").read_text())
         for ex in full["runs"]:
-            top = [r["params"] for r in sorted(ex["timed"], key=lambda r: -r["value"])[:a.confirm]]
-            pick = next((r["best"]["params"] for r in tuned["runs"] if r["kernel"] == ex["kernel"]), None)
-            todo = top + ([pick] if pick and pick not in top else [])
+            top = [r["params"] for r in sorted(ex["timed"], key=lambda r: -tune.speed(r))[:a.confirm]]
+            run = next((r for r in tuned["runs"] if r["kernel"] == ex["kernel"]), None)
+            picks = [max(run["timed"], key=tune.speed)["params"], run["best"]["params"]] if run else []
+            todo = top + [q for n, q in enumerate(picks) if q not in top and q not in picks[:n]]
+            pick = picks[0] if picks else None
             ex["confirmed"] = tune.confirm(ex["kernel"], todo, tuple(ex["shape"]))
             ex["confirmed_provenance"] = results.provenance()
             for r in ex["confirmed"]:
