@@ -71,10 +71,11 @@
   }
 
   /* Put <br> in place of spaces so that no line is longer than `width` visible
-   * characters; tags are never split, existing <br> stay. */
+   * characters (inside <sup>, whose font is smaller, 1.4 times as many); tags are never
+   * split, existing <br> stay. */
   function wrap(text, width) {
     if (!text || width < 8) return text;
-    var out = [], len = 0, lastSpace = -1, i = 0;
+    var out = [], len = 0, lastSpace = -1, i = 0, sup = false;
     while (i < text.length) {
       var ch = text[i];
       if (ch === "<") {
@@ -82,6 +83,8 @@
         if (j < 0) j = text.length - 1;
         var tag = text.slice(i, j + 1);
         if (/^<br\s*\/?>$/i.test(tag)) { len = 0; lastSpace = -1; }
+        if (/^<sup>$/i.test(tag)) sup = true;
+        if (/^<\/sup>$/i.test(tag)) sup = false;
         out.push(tag);
         i = j + 1;
         continue;
@@ -89,7 +92,7 @@
       if (ch === " ") lastSpace = out.length;
       out.push(ch);
       len += 1;
-      if (len > width && lastSpace >= 0) {
+      if (len > (sup ? 1.4 * width : width) && lastSpace >= 0) {
         out[lastSpace] = "<br>";
         len = 0;
         for (var k = lastSpace + 1; k < out.length; k++) if (out[k][0] !== "<") len += 1;
@@ -153,6 +156,15 @@
     });
     if (subLines) need += subLines * subSize * 1.35 + 6;
     if (need && (fl.margin.t || 0) < need) grow(gd, u, "margin.t", fl.margin.t || 0, Math.ceil(need));
+    // slider labels that would overlap on this width: the steps are numbered instead
+    // (the title each step sets says what it is)
+    (gd.layout.sliders || []).forEach(function (sl, i) {
+      var steps = sl.steps || [], longest = 0;
+      steps.forEach(function (st) { longest = Math.max(longest, visibleLength(String(st.label || ""))); });
+      if (steps.length && steps.length * longest * 6.5 > width - 80 && longest > String(steps.length).length) {
+        steps.forEach(function (st, k) { u["sliders[" + i + "].steps[" + k + "].label"] = String(k + 1); });
+      }
+    });
     // many category labels on a narrow plot: upright, smaller
     if (width < 600) {
       axisNames(gd).forEach(function (n) {

@@ -360,15 +360,23 @@ def polish(fig: dict) -> dict:
             if cats and any(visible_len(s) > LABEL_WIDTH for s in cats):
                 ax.update(tickmode="array", tickvals=cats, ticktext=[abbreviate(s) for s in cats])
 
-    # the red bar of a sweep drawn before the sweep figure had a legend entry for it
+    # the red bar of a sweep drawn before the sweep figure had a legend entry for it: a bar
+    # trace with one colour per bar, one of them red, that a slider step recolours
+    recolour = any(isinstance(arg, dict) and "marker.color" in arg
+                   for sl in lay.get("sliders") or [] for st in sl.get("steps") or []
+                   for arg in st.get("args") or [])
     slid = [tr for tr in data if tr.get("type") == "bar"
-            and SELECTED in (((tr.get("marker") or {}).get("color")) or [])]
-    if slid and lay.get("sliders") and not any(tr.get("name") == SELECTED_NAME for tr in data):
-        anns = lay.setdefault("annotations", [])
-        if not any(SELECTED_NAME in (a.get("text") or "") for a in anns):
-            anns.append(dict(xref="paper", yref="paper", x=1, y=1.0, xanchor="right", yanchor="bottom",
-                             showarrow=False, font=dict(size=11),
-                             text=f"<span style='color:{SELECTED}'>■</span> {SELECTED_NAME}"))
+            and isinstance((tr.get("marker") or {}).get("color"), list)
+            and SELECTED in tr["marker"]["color"]]
+    key = bool(slid and recolour and not any(tr.get("name") == SELECTED_NAME for tr in data))
+    anns = lay.get("annotations") or []
+    has = [a for a in anns if SELECTED_NAME in (a.get("text") or "")]
+    if key and not has:
+        lay["annotations"] = anns + [dict(
+            xref="paper", yref="paper", x=1, y=1.0, xanchor="right", yanchor="bottom", showarrow=False,
+            font=dict(size=11), text=f"<span style='color:{SELECTED}'>■</span> {SELECTED_NAME}")]
+    elif has and not key:           # (an earlier version of this function put one on other figures)
+        lay["annotations"] = [a for a in anns if a not in has]
     return lay
 
 
