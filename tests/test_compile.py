@@ -103,7 +103,7 @@ def _compile_selected_in_parallel(request):
         return
     jobs = {}
     for item in request.session.items:
-        job = _job(item) if item.module is request.module else None
+        job = _job(item) if getattr(item, "module", None) is request.module else None   # nbval cells have no module
         if job:
             file, entry, defines, arch = job
             jobs.setdefault((file, kc.nvcc_defines(file, entry, defines), arch), job)
