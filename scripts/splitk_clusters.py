@@ -11,6 +11,7 @@ call against how long the GPU takes per call when the queue never runs dry (when
 first is longer, per-call event timing measures Python). Prints one line per measurement.
 """
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -19,23 +20,7 @@ import helpers  # noqa: E402,F401  (fills the catalog)
 from helpers.chapters import ch09_any_shape as ch  # noqa: E402
 from helpers.models import anyshape as model  # noqa: E402
 from helpers.runtime import anyshape as rt, gpu  # noqa: E402
-
-
-def max_clusters(fn, smem: int, grid: int) -> str:
-    try:
-        from cuda.bindings import driver as drv
-        cfg = drv.CUlaunchConfig()
-        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid, 1, 1
-        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = 384, 1, 1
-        cfg.sharedMemBytes = smem
-        attr = drv.CUlaunchAttribute()
-        attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = 2, 1, 1
-        cfg.attrs, cfg.numAttrs = [attr], 1
-        err, n = drv.cuOccupancyMaxActiveClusters(drv.CUfunction(fn.kernel.ptr), cfg)
-        return f"{n} ({err})"
-    except Exception as e:  # noqa: BLE001
-        return f"unknown ({type(e).__name__}: {e})"
+from hopper_bench import max_active_clusters  # noqa: E402  (scripts/, next to this file)
 
 
 def host_and_gpu(plan, shape, calls: int = 50, cached: bool = True) -> str:
@@ -43,7 +28,6 @@ def host_and_gpu(plan, shape, calls: int = 50, cached: bool = True) -> str:
     the GPU's time per call when the queue never runs dry (events around the whole batch).
     ``cached=False`` empties the runner's prepared-arguments cache before every call (the
     runner as it was before that cache existed: the control)."""
-    import time
     cp = gpu.cupy()
     A, B, C = ch._inputs(*shape, "float16")
 
@@ -70,7 +54,8 @@ def host_and_gpu(plan, shape, calls: int = 50, cached: bool = True) -> str:
 
 def main() -> int:
     spec, p, fn, smem = rt._hopper_splitk("float16", 2)
-    print("cuOccupancyMaxActiveClusters, CLUSTER_M=2 build:", max_clusters(fn, smem, 132), flush=True)
+    print("cuOccupancyMaxActiveClusters, CLUSTER_M=2 build:", max_active_clusters(fn, smem, 2, rt.sm_count()),
+          flush=True)
     for shape in ch.SPLITK_SHAPES:
         M, N, K = shape
         s = max(2, model.choose_splits(M, N, K, rt.sm_count(), model.HOPPER_CFG)[0])
