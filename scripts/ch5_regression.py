@@ -18,7 +18,7 @@ Without a GPU (``--nvcc``): build each configuration with
 ``nvcc -cubin -arch=<arch> -Xptxas -v`` and print registers, spills, stack and
 static shared memory per kernel; ``--json`` saves them, ``--compare A B``
 prints the rows where two saved tables differ, and ``--sass DIR`` also writes
-each kernel's SASS opcode counts (needs ``nvdisasm`` on PATH)::
+each kernel's SASS opcode counts (needs ``nvdisasm``: pip install nvidia-cuda-nvdisasm)::
 
     python scripts/ch5_regression.py --nvcc --json after.json
     python scripts/ch5_regression.py --nvcc --kernel-dir /tmp/old --json before.json
@@ -32,7 +32,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections import Counter
@@ -64,31 +63,8 @@ def _short(d: dict, spec) -> str:
 
 # ---------------------------------------------------------------- nvcc (CPU)
 def sass(entry: str, defines: dict, arch: str) -> list[str]:
-    """The SASS instructions of ``entry``, one per line, without addresses (labels
-    kept, so two listings can be diffed)."""
-    nvcc, dis = kc.nvcc_path(), shutil.which("nvdisasm")
-    if not nvcc or not dis:
-        raise FileNotFoundError("--sass needs nvcc and nvdisasm on PATH")
-    with tempfile.TemporaryDirectory() as tmp:
-        cu = Path(tmp) / FILE
-        cu.write_text(kc.source(FILE))
-        cubin = Path(tmp) / "k.cubin"
-        defs = [f"-D{k}={v}" for k, v in sorted(kc.entry_defines(entry, defines).items())]
-        subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-std=c++17", *defs, "-o", str(cubin), str(cu)],
-                       check=True, capture_output=True, text=True)
-        text = subprocess.run([dis, "-c", str(cubin)], check=True, capture_output=True, text=True).stdout
-    out, inside = [], False
-    for line in text.splitlines():
-        if line.startswith("//----"):
-            inside = line.split()[1:2] == [f".text.{entry}"]
-            continue
-        if inside:
-            m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;?\s*$", line)
-            if m:
-                out.append(m.group(1))
-            elif re.match(r"\.L_x_\d+:", line):
-                out.append(line.strip())
-    return out
+    """The SASS instructions of ``entry`` (helpers.runtime.compile.sass_listing)."""
+    return kc.sass_listing(FILE, entry, kc.entry_defines(entry, defines), arch)
 
 
 def opcodes(listing: list[str]) -> Counter:

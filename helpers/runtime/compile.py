@@ -318,22 +318,60 @@ def nvcc_check(file: str, entry: str, params: dict | None = None, arch: str = "s
     return res[entry]
 
 
-def cuobjdump_path() -> str | None:
-    """``cuobjdump`` (PATH, $CUDA_PATH/bin, /usr/local/cuda/bin, or the pip
-    package nvidia-cuda-cuobjdump), or None. It needs ``nvdisasm`` beside it."""
-    p = shutil.which("cuobjdump")
-    cands = [os.path.join(d, "bin", "cuobjdump") for d in
-             (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda") if d]
+def tool_path(name: str) -> str | None:
+    """A CUDA binary tool such as ``cuobjdump`` or ``nvdisasm``: PATH,
+    $CUDA_PATH/bin, $CUDA_HOME/bin, /usr/local/cuda/bin, or the pip packages
+    nvidia-cuda-<name> (``nvidia/*/bin/<name>``); None when none has it."""
+    cands = [shutil.which(name)]
+    cands += [os.path.join(d, "bin", name) for d in
+              (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda") if d]
     try:
         import nvidia
         for root in nvidia.__path__:
-            cands += [str(x) for x in Path(root).glob("*/bin/cuobjdump")]
+            cands += [str(x) for x in Path(root).glob(f"*/bin/{name}")]
     except ImportError:
         pass
-    for c in cands:
-        if not p and os.path.isfile(c):
-            p = c
-    return p
+    return next((c for c in cands if c and os.path.isfile(c)), None)
+
+
+def cuobjdump_path() -> str | None:
+    """``cuobjdump`` (see :func:`tool_path`), or None. It needs ``nvdisasm`` beside it."""
+    return tool_path("cuobjdump")
+
+
+def sass_listing(file: str, entry: str, params: dict, arch: str = "sm_90") -> list[str]:
+    """The SASS of ``entry`` in ``kernels/<file>`` built with ``-D`` ``params``,
+    one instruction per item without addresses, branch labels (``.L_x_3:``) kept,
+    so that positions can be compared (tests/test_sass_order.py) and two
+    listings diffed (scripts/ch5_regression.py). Uses nvcc and nvdisasm
+    (pip package nvidia-cuda-nvdisasm); raises FileNotFoundError when either is
+    missing and subprocess.CalledProcessError when the build fails."""
+    nvcc, dis = nvcc_path(), tool_path("nvdisasm")
+    if not nvcc or not dis:
+        raise FileNotFoundError("nvcc and nvdisasm are needed to read SASS "
+                                "(pip install nvidia-cuda-nvdisasm)")
+    with tempfile.TemporaryDirectory() as tmp:
+        cu = Path(tmp) / file
+        cu.write_text(source(file))
+        cubin = Path(tmp) / "k.cubin"
+        defs = [f"-D{k}={v}" for k, v in sorted(params.items())]
+        subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-std=c++17", *defs, "-o", str(cubin), str(cu)],
+                       check=True, capture_output=True, text=True)
+        text = subprocess.run([dis, "-c", str(cubin)], check=True, capture_output=True, text=True).stdout
+    out, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("//----"):
+            inside = line.split()[1:2] == [f".text.{entry}"]
+            continue
+        if inside:
+            m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;?\s*$", line)
+            if m:
+                out.append(m.group(1))
+            elif re.match(r"\.L_x_\d+:", line):
+                out.append(line.strip())
+    if not out:
+        raise KeyError(f"entry={entry!r}: no SASS for it in {file} built with {params}")
+    return out
 
 
 def sass_shared_ops(file: str, entry: str, params: dict, arch: str = "sm_90") -> Counter:
