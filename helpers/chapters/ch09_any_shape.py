@@ -4,8 +4,9 @@
 The catalog entries (the predicated kernel, cp.async and register builds) and the
 measurements the notebook shows (strategies side by side, reproducibility, waves and
 their control, the shape zoo). The runner and the dispatcher :func:`gemm` live in
-:mod:`helpers.runtime.anyshape` (re-exported here). Live, each measurement checks every strategy against a float64 reference after a NaN poison
-and times it against cuBLAS on the same inputs in alternating rounds; without a
+:mod:`helpers.runtime.anyshape` (re-exported here). Live, each measurement checks every
+strategy against a float64 reference after a NaN poison and times it against cuBLAS on
+the same inputs in alternating rounds; without a
 GPU (or on one older than sm_80) the notebook reads ``results/h200-anyshape.json``
 (written by ``scripts/record_anyshape.py``), labelled as recorded.
 """
@@ -13,9 +14,8 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
-
 import ipywidgets as w
+import numpy as np
 
 from helpers.figures import anyshape as fig, show
 from helpers.models import anyshape as model
@@ -44,8 +44,7 @@ def _args(p, A, B, C, M, N, K, *extra):
     """gemm_any's arguments for one data-parallel launch on C-contiguous arrays:
     (A, B, C, W, M, N, K, lda = K, ldb = N, ldc = N, k-tiles per split = all, mode 0)."""
     i = np.int32
-    return (A, B, C, rt.scratch("w_unused", (4,), np.float32), i(M), i(N), i(K), i(K), i(N), i(N),
-            i(cdiv(K, p["BK"])), i(0))
+    return (A, B, C, rt.scratch("w_unused", (4,), np.float32), *map(i, (M, N, K, K, N, N, cdiv(K, p["BK"]), 0)))
 
 
 _CHOICES = {"BK": (32, 64), "STAGES": (3, 4), "GROUP_M": (1, 8, 16)}
@@ -72,9 +71,8 @@ def _inputs(M: int, N: int, K: int, dtype: str, offsets=(0, 0, 0)):
     cp = gpu.cupy()
 
     def mat(rows, cols, off, fill):
-        buf = verify.random_matrix((rows * cols + off,), dtype) if fill else \
-            cp.empty((rows * cols + off,), verify.np_dtype(dtype))
-        return buf[off:].reshape(rows, cols)
+        n = rows * cols + off
+        return (verify.random_matrix((n,), dtype) if fill else cp.empty((n,), verify.np_dtype(dtype)))[off:].reshape(rows, cols)
     return mat(M, K, offsets[0], True), mat(K, N, offsets[1], True), mat(M, N, offsets[2], False)
 
 
@@ -350,15 +348,17 @@ def _get(section: str, live_fn, title: str, live: bool = True):
 
 
 def odd_shapes(dtypes=("float16", "bfloat16")) -> list:
-    """Live: per dtype, the aligned kernel at 4096^3 and every operand path at 4093^3 (plus
-    chapter 10's kernel after a repack where the GPU runs it). Records gain ``of_aligned``
-    (speed over the aligned kernel at 4096^3, same run)."""
+    """Live: per dtype, the aligned kernels at 4096^3 (chapter 9's; chapter 10's where the GPU
+    runs it) and every operand path at 4093^3. Records gain ``of_aligned``: speed over the
+    aligned kernel of the same family at 4096^3, same run (the hopper path over chapter 10's)."""
     out = []
     for dt in dtypes:
-        al = measure(["dp"], (4096, 4096, 4096), dt)[0]
+        al = measure(["dp", "hopper"], (4096, 4096, 4096), dt)
         odd = measure(["regs", "repack", "padding", "auto", "hopper"], (4093, 4093, 4093), dt)
-        out += [al] + [{**r, "of_aligned": bench.sig(r["value"] / al["value"], 3) if r.get("value") else None}
-                       for r in odd]
+        ref = {r["params"]["strategy"]: al[r["params"]["strategy"] == "hopper"].get("value") for r in odd}
+        out += [a for a in al if a.get("value")] + [{**r, "of_aligned": bench.sig(
+            r["value"] / ref[r["params"]["strategy"]], 3) if r.get("value") and ref[r["params"]["strategy"]] else None}
+            for r in odd]
     return out
 
 

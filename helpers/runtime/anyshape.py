@@ -138,7 +138,7 @@ def run(plan: model.Plan, A, B, C) -> None:
         fns["gemm_any"]((Np // cfg["BN"], Mp // cfg["BM"], 1), (n_threads,),
                         (Ap, Bp, Cp, w0, i32(Mp), i32(Np), i32(Kp), i32(Kp), i32(Np), i32(Np),
                          i32(Kp // cfg["BK"]), i32(0)), shared_mem=smem_b)
-        _copy(fns["unpad_copy"], M * cdiv(N, 8), (Cp, i32(Np), C, i32(M), i32(N), np.int64(N)))
+        _copy(fns["unpad_copy"], cdiv(M * N, 8), (Cp, i32(Np), C, i32(M), i32(N)))
         return
     Ap, lda, Bp, ldb = A, K, B, N
     if plan.operands == "repack":                # row strides rounded up to 8 elements, only where needed
@@ -239,7 +239,7 @@ def _run_hopper(A, B, C, M, N, K, dtype, splits: int = 1) -> None:
             _HOPPER_LAUNCH[(dtype, shape)] = launch.prepare(HOPPER[dtype], shape)
         _HOPPER_LAUNCH[(dtype, shape)](Ap, Bp, Cp, M, n8, k8)
     if not direct:
-        _copy(fns["unpad_copy"], M * cdiv(N, 8), (Cp, np.int32(n8), C, np.int32(M), np.int32(N), np.int64(N)))
+        _copy(fns["unpad_copy"], cdiv(M * N, 8), (Cp, np.int32(n8), C, np.int32(M), np.int32(N)))
 
 
 # ------------------------------------------------------------------ strategies and the dispatcher

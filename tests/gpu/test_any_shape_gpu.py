@@ -77,3 +77,20 @@ def test_partial_chunk_control_fails_on_dirty_padding():
                                            i(model.cdiv(K, 32)), i(0)), shared_mem=rt.smem(model.CFG))
         errs[partial] = verify.rel_err(C, ref)
     assert errs[1] < 2e-3 and not errs[0] < 2e-3, errs
+
+
+@pytest.mark.parametrize("M,N,offset", [(1, 1, 0), (1, 5, 1), (3, 3, 0), (2, 7, 3), (5, 9, 1), (8, 8, 0),
+                                        (17, 13, 5), (64, 100, 2), (129, 131, 7), (33, 4093, 1)])
+def test_unpad_copy_any_alignment(M, N, offset):
+    """unpad_copy writes C as a flat array in aligned 16-byte chunks plus a head and a
+    tail element by element: every (M, N, alignment of C) must copy exactly the M x N
+    corner of the source and touch nothing around it (NaN sentinels)."""
+    cp = gpu.cupy()
+    n8 = model.round_up(N, 8)
+    src = cp.arange(M * n8, dtype=cp.uint16).reshape(M, n8).view(cp.float16)
+    buf = cp.full(M * N + offset + 8, cp.nan, cp.float16)
+    C = buf[offset:offset + M * N].reshape(M, N)
+    fns = rt._kernels("float16", True)
+    rt._copy(fns["unpad_copy"], model.cdiv(M * N, 8), (src, np.int32(n8), C, np.int32(M), np.int32(N)))
+    assert bool((C.view(cp.uint16) == src[:, :N].view(cp.uint16)).all())
+    assert bool(cp.isnan(buf[:offset]).all()) and bool(cp.isnan(buf[offset + M * N:]).all())
