@@ -29,6 +29,10 @@ Figures and the theme
     The figures' own style is ``helpers/figures/style.py``; committed outputs keep
     the layout they were drawn with, hence this script.
 
+Font Awesome
+    The theme's icons are drawn by its stylesheet's web font; the 1.5 MB script that
+    would replace them with SVG is dropped from every page (:func:`_drop_fontawesome_js`).
+
 Plotly outputs
     ``helpers.show.figure`` outputs a bundle with both
     ``application/vnd.plotly.v1+json`` (JupyterLab renders it live) and
@@ -43,7 +47,9 @@ Plotly outputs
 MathJax
     Sphinx loads MathJax 3 from a CDN by default. When ``mathjax_path`` is
     local (``mathjax/tex-chtml.js`` in ``_config.yml``), the MathJax files of
-    the ``sphinx-mathjax-offline`` package are copied to ``_static/mathjax/``.
+    the ``sphinx-mathjax-offline`` package are copied to ``_static/mathjax/``. A page
+    whose own text has no formula does not load MathJax (:func:`_mathjax_only_where_typeset`):
+    Sphinx would load it on the landing page for the formulas of the chapters in its toctree.
     A local ``mathjax_path`` without that package installed is a build warning
     (an error under ``-W``) that says what to install.
 """
@@ -134,10 +140,13 @@ FIGURES_JS = "book_figures.js"
 STATIC = Path(__file__).resolve().parent / "static"
 # In dark mode pydata-sphinx-theme puts HTML outputs on a light card (for outputs drawn
 # for a white page); a Plotly figure has a transparent background and takes the page's
-# colours (book_figures.js), so its output stays on the page's own background.
+# colours (book_figures.js), so its output stays on the page's own background; so does a
+# figure drawn as inline SVG (helpers.figures.show.static_figure: the landing page's
+# staircase), whose text and axes take the page's text colour.
 _BOOK_CSS_TEXT = ("code.literal, code.literal span.pre { white-space: normal; overflow-wrap: anywhere; "
                   "word-break: break-word; }\n"
-                  "html[data-theme=dark] .bd-content div.cell_output div.text_html:has(div.plotly-graph-div) "
+                  "html[data-theme=dark] .bd-content div.cell_output div.text_html:has(div.plotly-graph-div), "
+                  "html[data-theme=dark] .bd-content div.cell_output div.text_html:has(figure.book-svg-figure) "
                   "{ background-color: transparent; color: inherit; padding: 0; }\n")
 
 
@@ -201,6 +210,52 @@ def _plotly_only_where_drawn(app: Sphinx, pagename, templatename, context, doctr
     scripts[:] = [js for js in scripts if not _is_plotly_script(js)]
 
 
+def _is_mathjax_script(app: Sphinx, js) -> bool:
+    name = str(getattr(js, "filename", js) or "")
+    body = (getattr(js, "attributes", {}) or {}).get("body", "")
+    path = app.config.mathjax_path or ""
+    return bool(path) and name.split("?")[0].endswith(path) or body.startswith(("window.MathJax", "MathJax.Hub"))
+
+
+def _mathjax_only_where_typeset(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    """Drop MathJax (and its config) from a page whose own text has no formula.
+
+    Sphinx loads MathJax on a page when it or any page in its toctree has one, so the
+    landing page, whose toctree holds every chapter, loads it for nothing (1.2 MB)."""
+    from docutils import nodes
+
+    scripts = context.get("script_files")
+    if not scripts or doctree is None:
+        return
+    if any(True for _ in doctree.findall(lambda n: isinstance(n, (nodes.math, nodes.math_block)))):
+        return
+    scripts[:] = [js for js in scripts if not _is_mathjax_script(app, js)]
+
+
+# pydata-sphinx-theme puts Font Awesome's SVG-replacing script (all of Font Awesome, 1.5 MB)
+# in every page's <head>, "so that users can add custom icons". The theme's icons need it
+# not: its stylesheet carries Font Awesome's CSS and web font, which draw the same icons.
+_FONTAWESOME_JS = re.compile(r'[ \t]*<script\b[^>]*\bsrc="[^"]*_static/scripts/fontawesome\.js[^"]*"[^>]*>'
+                             r'\s*</script>\n?')
+
+
+def _note_page(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    app._book_pages = getattr(app, "_book_pages", set()) | {pagename}
+
+
+def _drop_fontawesome_js(app: Sphinx, exc: Exception | None) -> None:
+    """Remove the Font Awesome script tag from the pages written in this build."""
+    if exc is not None or app.builder.format != "html":
+        return
+    for pagename in sorted(getattr(app, "_book_pages", ())):
+        path = Path(app.builder.get_outfilename(pagename))
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+            new = _FONTAWESOME_JS.sub("", text)
+            if new != text:
+                path.write_text(new, encoding="utf-8")
+
+
 def setup(app: Sphinx) -> dict:
     # Low priorities: in <head>, before the theme's and myst-nb's scripts.
     app.add_js_file(None, body=_HIDE_AMD, priority=100)
@@ -210,6 +265,10 @@ def setup(app: Sphinx) -> dict:
     app.add_css_file(BOOK_CSS)
     app.connect("builder-inited", _check)
     app.connect("build-finished", _copy_assets)
+    app.connect("html-page-context", _note_page)
+    app.connect("build-finished", _drop_fontawesome_js)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     app.connect("html-page-context", _plotly_only_where_drawn, priority=901)
+    # after sphinx.ext.mathjax's install_mathjax (priority 500) has added it
+    app.connect("html-page-context", _mathjax_only_where_typeset, priority=902)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -303,12 +303,17 @@ STEPS = {
 }
 
 
-def show_staircase() -> list:
+def show_staircase(interactive: bool = False) -> list:
     """The landing page's staircase: every heaven's headline kernel at 4096^3 (live on a
     GPU, else the H200's records, labelled) on a log scale with the measured roofs, and
-    one line per heaven on what limited it before and what the step does."""
+    one line per heaven on what limited it before and what the step does. The figure is
+    a static SVG (the landing page loads no plotly.js); ``interactive``: a Plotly figure."""
     recs = running(upto=10)
-    show.figure(staircase_fig.staircase_figure(recs, roofline.ceilings()))
+    if interactive:
+        show.figure(staircase_fig.staircase_figure(recs, roofline.ceilings()))
+    else:
+        show.static_figure(staircase_fig.staircase_html(recs, roofline.ceilings()),
+                           f"<{staircase_fig.TITLE}: SVG>")
     by = {r["chapter"]: r for r in recs}
     rows = [{"heaven": h, "limited before by": before, "this step": step,
              "ratio to cuBLAS": by[h]["ratio"] if h in by else None} for h, (before, step) in STEPS.items()]

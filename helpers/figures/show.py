@@ -1,7 +1,7 @@
 """Display helpers: one output that works live (JupyterLab, JupyterHub, Colab)
 and in the built book (Jupyter Book 1, no kernel, no CDN).
 
-- :func:`figure` a Plotly figure;
+- :func:`figure` a Plotly figure; :func:`static_figure` one drawn as inline SVG;
 - :func:`source` a kernel's CUDA source (the whole file or one entry point);
 - :func:`table` a list of dicts as a Markdown table with a caption;
 - :func:`note` a highlighted note.
@@ -106,6 +106,13 @@ def figure(fig, config: Mapping | None = None) -> None:
         go.Figure(fig).show(renderer="colab", config=dict(config or {}))
         return
     _display(raw=figure_bundle(fig, config))
+
+
+def static_figure(html_text: str, text: str) -> None:
+    """Display a figure drawn as HTML and inline SVG (no script, no plotly.js: e.g.
+    :func:`helpers.figures.staircase.staircase_html`), the same in Jupyter and in the book.
+    ``text`` is the plain-text alternative (``text/plain``)."""
+    _display(raw={"text/html": html_text, "text/plain": text})
 
 
 # ------------------------------------------------------------------- source
