@@ -6,7 +6,8 @@ A *run* is one entry of ``results/<gpu>-tuning.json``'s "runs" (or what
 "model_spearman", optional "baseline" (the shipped default timed in the same run)}.
 
 * :func:`distribution_figure`: every timed configuration sorted by its ratio to cuBLAS,
-  a line at 90 % of each kernel's best, the winner and the shipped default marked;
+  a line at 90 % of each kernel's best, the fastest (named from the run: :func:`star_label`),
+  the confirmed best and the shipped default marked, with a key that fits a phone;
 * :func:`rank_figure`: the model's rank of each timed configuration against its measured
   rank, Spearman's rho in the title;
 * :func:`panel_figure` / :func:`panel_rows`: the winner's Nsight Compute panel beside the
@@ -21,7 +22,7 @@ import plotly.graph_objects as go
 from helpers.models import tuning
 
 from .profiling import panel_row
-from .style import GROUP_COLORS
+from .style import GROUP_COLORS, wrap
 
 NEAR = 0.9          # "within 90 % of the best"
 
@@ -79,16 +80,52 @@ def stage(r: dict, head: int) -> str:
     return STAGES["model"] if (r.get("rank") or 10 ** 9) <= head else STAGES["sample"]
 
 
+def star_label(run: dict, recs: list | None = None) -> str:
+    """What a run's star (its fastest measured configuration, by ratio to cuBLAS) is, read
+    from the run: the leader of a single-round pass (every record timed once: a quick look,
+    not a verdict), else, timed in alternating rounds against cuBLAS, the tuner's pick (what
+    the chapter's tables and :mod:`helpers.runtime.defaults` take) or, for an exhaustive
+    run, simply the fastest."""
+    recs = measured(run) if recs is None else recs
+    rounds = {r.get("rounds") for r in recs} - {None}
+    if rounds == {1}:
+        return "fastest in the single-round pass (one timing each)"
+    how = f"{next(iter(rounds))} alternating rounds" if len(rounds) == 1 else "alternating rounds"
+    if run.get("exhaustive"):
+        return f"fastest by ratio to cuBLAS ({how})"
+    return f"the tuner's pick: fastest by ratio to cuBLAS ({how})"
+
+
+def confirmed_best(run: dict) -> dict | None:
+    """The fastest (by ratio to cuBLAS) of a run's ``confirmed`` records: its leaders timed
+    again, together, by the full method (``scripts/tune.py --confirm``); None without them."""
+    conf = [r for r in run.get("confirmed") or [] if r.get("ratio") is not None]
+    return max(conf, key=lambda r: r["ratio"]) if conf else None
+
+
+KEY_COLOR = "#8c8c8c"        # the key's marks: grey, since every kernel has its own colour
+KEY_WIDTH = 44               # characters per line of a key entry: fits a 412 px phone
+
+
+def _key(fig, name: str, **kw) -> None:
+    """A legend entry that draws nothing (the key of the marks on every kernel's line)."""
+    fig.add_trace(go.Scatter(x=[None], y=[None], name=wrap(name, KEY_WIDTH), hoverinfo="skip",
+                             legendgroup="key", **kw))
+
+
 def distribution_figure(runs: list, where: str, defaults: dict | None = None, other_default: dict | None = None):
     """Every measured configuration of each run, sorted by ratio to cuBLAS (x: 1 = fastest),
-    one colour per kernel; a dotted line at :data:`NEAR` of each kernel's best; the winner
-    (star) and the shipped default (diamond) marked. ``defaults``: {kernel: shipped default
-    params}, to find the default among the measured. ``other_default``: {kernel: record}
-    of the default measured in *another* run (the results file), drawn hollow where its
-    ratio would rank when the run did not time it, and said to be from another run."""
+    one colour per kernel; a dotted line at :data:`NEAR` of each kernel's best; the fastest
+    (star, named by :func:`star_label`), the confirmed best when the run has a confirmation
+    (open circle, :func:`confirmed_best`) and the shipped default (diamond) marked. ``defaults``:
+    {kernel: shipped default params}, to find the default among the measured. ``other_default``:
+    {kernel: record} of the default measured in *another* run (the results file), drawn hollow
+    where its ratio would rank when the run did not time it, and said to be from another run.
+    The key is the legend (it wraps on a narrow screen); notes on defaults not timed here sit
+    above the plot."""
     fig = go.Figure()
     defaults, other_default = defaults or {}, other_default or {}
-    notes = []
+    notes, stars, drawn = [], {}, set()
     for i, run in enumerate(runs):
         k, col = run["kernel"], GROUP_COLORS[i % len(GROUP_COLORS)]
         recs = measured(run)
@@ -96,6 +133,8 @@ def distribution_figure(runs: list, where: str, defaults: dict | None = None, ot
             continue
         best = recs[0]
         head = head_size(run)
+        label = star_label(run, recs)
+        stars.setdefault(label, []).append(k)
         x = list(range(1, len(recs) + 1))
         text = [f"{k} #{j}: {r['ratio']:.3f} of cuBLAS ({r['value']:.4g} TFLOP/s)<br>{fmt_params(r['params'])}<br>"
                 + f"model rank {r.get('rank') or '-'}, picked as: {stage(r, head)}" for j, r in zip(x, recs)]
@@ -108,8 +147,18 @@ def distribution_figure(runs: list, where: str, defaults: dict | None = None, ot
                                  hovertext=f"{k}: {NEAR:.0%} of the best = {cut:.3f} of cuBLAS"))
         fig.add_trace(go.Scatter(x=[1], y=[best["ratio"]], mode="markers", showlegend=False,
                                  marker=dict(symbol="star", size=16, color=col, line=dict(width=1, color="black")),
-                                 hovertext=f"{k} winner: {best['ratio']:.3f} of cuBLAS<br>{fmt_params(best['params'])}",
+                                 hovertext=f"{k}, {label}: {best['ratio']:.3f} of cuBLAS<br>{fmt_params(best['params'])}",
                                  hoverinfo="text"))
+        conf = confirmed_best(run)
+        at = next((j for j, r in zip(x, recs) if conf is not None and r["params"] == conf["params"]), None)
+        if at is not None:
+            r = recs[at - 1]
+            fig.add_trace(go.Scatter(x=[at], y=[r["ratio"]], mode="markers", showlegend=False,
+                                     marker=dict(symbol="circle-open", size=21, color=col, line=dict(width=2.5)),
+                                     hovertext=f"{k}, the confirmed best: {conf['ratio']:.3f} of cuBLAS timed again "
+                                               f"({conf.get('rounds', '?')} alternating rounds), {r['ratio']:.3f} in "
+                                               f"this pass (#{at})<br>{fmt_params(conf['params'])}", hoverinfo="text"))
+            drawn.add("confirmed")
         dflt = (run.get("baseline") or {}).get("params") or defaults.get(k)
         at = next((j for j, r in zip(x, recs) if dflt is not None and r["params"] == dflt), None)
         if at is not None:
@@ -117,6 +166,7 @@ def distribution_figure(runs: list, where: str, defaults: dict | None = None, ot
             fig.add_trace(go.Scatter(x=[at], y=[r["ratio"]], mode="markers", showlegend=False,
                                      marker=dict(symbol="diamond", size=13, color=col, line=dict(width=1, color="black")),
                                      hovertext=f"{k} shipped default, same run: {r['ratio']:.3f} of cuBLAS", hoverinfo="text"))
+            drawn.add("default")
         elif k in other_default and other_default[k].get("ratio") is not None:
             o = other_default[k]
             pos = 0.5 + sum(r["ratio"] > o["ratio"] for r in recs)
@@ -126,17 +176,33 @@ def distribution_figure(runs: list, where: str, defaults: dict | None = None, ot
                                      hovertext=f"{k} shipped default: {o['ratio']:.3f} of cuBLAS, measured in another "
                                                f"run ({stamp}), not timed in this one", hoverinfo="text"))
             notes.append(f"◇ {k}'s shipped default, measured in another run ({stamp})")
+            drawn.add("other")
         else:
             notes.append(f"{k}'s default: not timed")
-    key = f"★ winner · ◆ the default, timed in the same run · dotted: {NEAR:.0%} of each kernel's best"
+    # the key: one legend entry per kind of mark drawn, named from the runs
+    for label, ks in stars.items():
+        name = label if len(stars) == 1 else f"{', '.join(ks)}: {label}"
+        _key(fig, name, mode="markers", marker=dict(symbol="star", size=13, color=KEY_COLOR,
+                                                    line=dict(width=1, color="black")))
+    if "confirmed" in drawn:
+        _key(fig, "the confirmed best: the pass's leaders timed again, together, by the full method",
+             mode="markers", marker=dict(symbol="circle-open", size=13, color=KEY_COLOR, line=dict(width=2.5)))
+    if "default" in drawn:
+        _key(fig, "the shipped default, timed in the same run", mode="markers",
+             marker=dict(symbol="diamond", size=11, color=KEY_COLOR, line=dict(width=1, color="black")))
+    if "other" in drawn:
+        _key(fig, "the shipped default, timed in another run", mode="markers",
+             marker=dict(symbol="diamond-open", size=11, color=KEY_COLOR, line=dict(width=2)))
+    _key(fig, f"{NEAR:.0%} of each kernel's fastest", mode="lines", line=dict(color=KEY_COLOR, dash="dot", width=1.5))
     fig.update_layout(title=dict(text=f"Every timed configuration, fastest first<br><sup>{where}</sup>", x=0.01,
                                  font=dict(size=14)),
                       xaxis=dict(title="configuration, by measured speed (1 = fastest)"),
                       yaxis=dict(title="fraction of cuBLAS (same run)", rangemode="tozero"),
-                      height=500 + 14 * len(notes), legend=dict(orientation="h", y=-0.18),
-                      margin=dict(l=60, r=20, t=70, b=110 + 14 * len(notes)))
-    fig.add_annotation(text="<br>".join([key] + notes), xref="paper", yref="paper",
-                       x=0, y=-0.3, yanchor="top", showarrow=False, align="left", xanchor="left", font=dict(size=10))
+                      height=520, legend=dict(orientation="h", y=-0.2, font=dict(size=11)),
+                      margin=dict(l=60, r=20, t=70, b=60))
+    if notes:        # above the plot: style.polish and the book's pages wrap them and make room
+        fig.add_annotation(text="<br>".join(notes), xref="paper", yref="paper", x=0, y=1, yanchor="bottom",
+                           xanchor="left", showarrow=False, align="left", font=dict(size=10))
     return fig
 
 
