@@ -160,25 +160,15 @@ sgemm_reg1d(const float* __restrict__ A, const float* __restrict__ B,
 // ================================================================ steps 2-3
 #define R2_THREADS ((BM / TM) * (BN / TN))
 
-// The outer product of a thread's A fragment a[TM] (a column strip of the A
-// tile) and B fragment b[TN] (a row strip of the B tile), added to its TM x TN
-// block of C: acc[i][j] += a[i] * b[j], TM * TN independent FMAs.
-__device__ __forceinline__ void outer_product(float (&acc)[TM][TN], const float (&a)[TM], const float (&b)[TN])
-{
-    #pragma unroll
-    for (int i = 0; i < TM; ++i)
-        #pragma unroll
-        for (int j = 0; j < TN; ++j)
-            acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-}
+// acc[i][j] += a[i] * b[j]: the outer product, TM * TN independent FMAs.
+#define OUTER_PRODUCT(acc, a, b)                              \
+    _Pragma("unroll") for (int i_ = 0; i_ < TM; ++i_)         \
+    _Pragma("unroll") for (int j_ = 0; j_ < TN; ++j_)         \
+        acc[i_][j_] = fmaf(a[i_], b[j_], acc[i_][j_]);
 
-// dst[0..3] = p[0..3] in one 16-byte shared-memory load (LDS.128; p is 16-byte
-// aligned). The plain loop, for (i = 0; i < 4; ++i) dst[i] = p[i], is 4 LDS.32.
-__device__ __forceinline__ void load4(float* dst, const float* p)
-{
-    const float4 v = *reinterpret_cast<const float4*>(p);
-    dst[0] = v.x; dst[1] = v.y; dst[2] = v.z; dst[3] = v.w;
-}
+// dst[0..3] = the float4 at p (16-byte aligned shared memory).
+#define LOAD4(dst, p) { const float4 v_ = *reinterpret_cast<const float4*>(p); \
+                        (dst)[0] = v_.x; (dst)[1] = v_.y; (dst)[2] = v_.z; (dst)[3] = v_.w; }
 
 #define R2_BASE_OK (4 * BK * (A_LD + BN) <= STATIC_SMEM_MAX && BM % TM == 0 && BN % TN == 0 && TM % 4 == 0 && TN % 4 == 0 \
                     && R2_THREADS >= 32 && R2_THREADS <= 1024 && R2_THREADS % 32 == 0)
@@ -220,10 +210,10 @@ sgemm_reg2d(const float* __restrict__ A, const float* __restrict__ B,
         #pragma unroll
         for (int k = 0; k < BK; ++k) {
             #pragma unroll
-            for (int i = 0; i < TM; i += 4) load4(a + i, As + k * A_LD + tr * TM + i);   // a[i] = As[k][tr*TM + i]
+            for (int i = 0; i < TM; i += 4) LOAD4(a + i, As + k * A_LD + tr * TM + i);
             #pragma unroll
-            for (int j = 0; j < TN; j += 4) load4(b + j, Bs + k * BN + tc * TN + j);     // b[j] = Bs[k][tc*TN + j]
-            outer_product(acc, a, b);
+            for (int j = 0; j < TN; j += 4) LOAD4(b + j, Bs + k * BN + tc * TN + j);
+            OUTER_PRODUCT(acc, a, b)
         }
         __syncthreads();
     }
@@ -239,77 +229,38 @@ sgemm_reg2d(const float* __restrict__ A, const float* __restrict__ B,
 #endif
 }
 
-// Float4 global loads of one BM x BK tile of A and one BK x BN tile of B by
-// the THREADS threads of a block, shared by steps 3-5 (THREADS is R2_THREADS
-// there, WT_THREADS in steps 4-5). Thread `tid` owns A_LOADS float4s of A,
-// rows a_m + j * A_ROWSTEP, k = 4 * a_kq .. +3, and B_LOADS float4s of B,
-// rows b_k + j * B_ROWSTEP, n = 4 * b_nq .. +3: consecutive threads read
-// consecutive float4s of a row (coalesced LDG.128).
-template <int THREADS>
-struct Float4Loads {
-    // (Checked when an entry instantiates it; the entry's V4_OK / WT_OK test says the same.)
-    static_assert(BK % 4 == 0 && BN % 4 == 0 && THREADS % (BK / 4) == 0 && THREADS % (BN / 4) == 0,
-                  "float4 loads: BK and BN multiples of 4, and a thread stays in one float4 column of each tile");
-    static_assert((BM * BK / 4) % THREADS == 0 && (BK * BN / 4) % THREADS == 0,
-                  "float4 loads: every thread loads the same number of float4s of each tile");
-    static constexpr int A_LOADS = BM * BK / 4 / THREADS;    // float4s of A per thread
-    static constexpr int B_LOADS = BK * BN / 4 / THREADS;    // float4s of B per thread
-    static constexpr int A_ROWSTEP = THREADS / (BK / 4);     // rows between a thread's float4s of A
-    static constexpr int B_ROWSTEP = THREADS / (BN / 4);     // ... of B
-    int a_m, a_kq;           // first A float4: row a_m, k = 4 * a_kq .. +3
-    int b_k, b_nq;           // first B float4: row b_k, n = 4 * b_nq .. +3
-};
+// Float4 global loads of one BM x BK tile of A and one BK x BN tile of B,
+// shared by steps 3-5. Thread `tid` owns A_LOADS float4s of A (rows
+// a_m + j * A_ROWSTEP, k = 4 * a_kq .. +3) and B_LOADS float4s of B (rows
+// b_k + j * B_ROWSTEP, n = 4 * b_nq .. +3). Out-of-range float4s read as 0
+// (K % 4 == 0 and N % 4 == 0, so a float4 is wholly in or wholly out).
+#define A_LOADS (BM * BK / 4 / THREADS_)
+#define B_LOADS (BK * BN / 4 / THREADS_)
+#define A_ROWSTEP (THREADS_ / (BK / 4))
+#define B_ROWSTEP (THREADS_ / (BN / 4))
 
-template <int THREADS>
-__device__ __forceinline__ Float4Loads<THREADS> float4_loads(int tid)
-{
-    Float4Loads<THREADS> t;
-    t.a_kq = tid % (BK / 4);  t.a_m = tid / (BK / 4);
-    t.b_nq = tid % (BN / 4);  t.b_k = tid / (BN / 4);
-    return t;
-}
-
-// Global -> registers: the k tile starting at k0, the block's rows row0.. of
-// A and columns col0.. of B. Out-of-range float4s read as 0 (K % 4 == 0 and
-// N % 4 == 0, so a float4 is wholly in or wholly out).
-template <int THREADS>
-__device__ __forceinline__ void global_tile_load(float4 (&ra)[Float4Loads<THREADS>::A_LOADS],
-                                                 float4 (&rb)[Float4Loads<THREADS>::B_LOADS],
-                                                 const Float4Loads<THREADS>& t, const float* A, const float* B,
-                                                 int M, int N, int K, int row0, int col0, int k0)
-{
-    #pragma unroll
-    for (int j = 0; j < Float4Loads<THREADS>::A_LOADS; ++j) {
-        const int gm = row0 + t.a_m + j * Float4Loads<THREADS>::A_ROWSTEP, gk = k0 + 4 * t.a_kq;
-        ra[j] = (gm < M && gk < K) ? *reinterpret_cast<const float4*>(A + (size_t)gm * K + gk)
-                                   : make_float4(0.f, 0.f, 0.f, 0.f);
+#define GLOBAL_TILE_LOAD(ra, rb, k0)                                                        \
+    _Pragma("unroll") for (int j = 0; j < A_LOADS; ++j) {                                   \
+        const int gm = row0 + a_m + j * A_ROWSTEP, gk = (k0) + 4 * a_kq;                    \
+        ra[j] = (gm < M && gk < K) ? *reinterpret_cast<const float4*>(A + (size_t)gm * K + gk) \
+                                   : make_float4(0.f, 0.f, 0.f, 0.f);                       \
+    }                                                                                       \
+    _Pragma("unroll") for (int j = 0; j < B_LOADS; ++j) {                                   \
+        const int gk = (k0) + b_k + j * B_ROWSTEP, gn = col0 + 4 * b_nq;                    \
+        rb[j] = (gk < K && gn < N) ? *reinterpret_cast<const float4*>(B + (size_t)gk * N + gn) \
+                                   : make_float4(0.f, 0.f, 0.f, 0.f);                       \
     }
-    #pragma unroll
-    for (int j = 0; j < Float4Loads<THREADS>::B_LOADS; ++j) {
-        const int gk = k0 + t.b_k + j * Float4Loads<THREADS>::B_ROWSTEP, gn = col0 + 4 * t.b_nq;
-        rb[j] = (gk < K && gn < N) ? *reinterpret_cast<const float4*>(B + (size_t)gk * N + gn)
-                                   : make_float4(0.f, 0.f, 0.f, 0.f);
-    }
-}
 
-// Registers -> shared: A transposed into As[k][m] (4 scalar stores per float4,
-// one per k), B as is into Bs[k][n] (one float4 store).
-template <int THREADS>
-__device__ __forceinline__ void shared_tile_store(float* As, float* Bs,
-                                                  const float4 (&ra)[Float4Loads<THREADS>::A_LOADS],
-                                                  const float4 (&rb)[Float4Loads<THREADS>::B_LOADS],
-                                                  const Float4Loads<THREADS>& t)
-{
-    #pragma unroll
-    for (int j = 0; j < Float4Loads<THREADS>::A_LOADS; ++j) {
-        float* p = As + (4 * t.a_kq) * A_LD + t.a_m + j * Float4Loads<THREADS>::A_ROWSTEP;
-        p[0] = ra[j].x; p[A_LD] = ra[j].y; p[2 * A_LD] = ra[j].z; p[3 * A_LD] = ra[j].w;
-    }
-    #pragma unroll
-    for (int j = 0; j < Float4Loads<THREADS>::B_LOADS; ++j)
-        *reinterpret_cast<float4*>(Bs + (t.b_k + j * Float4Loads<THREADS>::B_ROWSTEP) * BN + 4 * t.b_nq) = rb[j];
-}
+// Registers -> shared: A transposed (4 scalar stores per float4), B as is.
+#define SHARED_TILE_STORE(as, bs, ra, rb)                                                   \
+    _Pragma("unroll") for (int j = 0; j < A_LOADS; ++j) {                                   \
+        float* p_ = (as) + (4 * a_kq) * A_LD + a_m + j * A_ROWSTEP;                         \
+        p_[0] = ra[j].x; p_[A_LD] = ra[j].y; p_[2 * A_LD] = ra[j].z; p_[3 * A_LD] = ra[j].w; \
+    }                                                                                       \
+    _Pragma("unroll") for (int j = 0; j < B_LOADS; ++j)                                     \
+        *reinterpret_cast<float4*>((bs) + (b_k + j * B_ROWSTEP) * BN + 4 * b_nq) = rb[j];
 
+#define THREADS_ R2_THREADS
 #define V4_OK (R2_BASE_OK && BK % 4 == 0 && BN % 4 == 0 \
                && (BM * BK / 4) % R2_THREADS == 0 && (BK * BN / 4) % R2_THREADS == 0 \
                && R2_THREADS % (BK / 4) == 0 && R2_THREADS % (BN / 4) == 0)
@@ -327,24 +278,24 @@ sgemm_vec4(const float* __restrict__ A, const float* __restrict__ B,
     const int tid = threadIdx.x;
     const int tr = tid / (BN / TN), tc = tid % (BN / TN);
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
-    using L = Float4Loads<R2_THREADS>;
-    const L ld = float4_loads<R2_THREADS>(tid);
+    const int a_kq = tid % (BK / 4), a_m = tid / (BK / 4);
+    const int b_nq = tid % (BN / 4), b_k = tid / (BN / 4);
 
     float acc[TM][TN] = {};
     float a[TM], b[TN];
-    float4 ra[L::A_LOADS], rb[L::B_LOADS];       // the tile on its way to shared memory
+    float4 ra[A_LOADS], rb[B_LOADS];
 
     for (int k0 = 0; k0 < K; k0 += BK) {
-        global_tile_load(ra, rb, ld, A, B, M, N, K, row0, col0, k0);
-        shared_tile_store(As, Bs, ra, rb, ld);
+        GLOBAL_TILE_LOAD(ra, rb, k0)
+        SHARED_TILE_STORE(As, Bs, ra, rb)
         __syncthreads();
         #pragma unroll
         for (int k = 0; k < BK; ++k) {
             #pragma unroll
-            for (int i = 0; i < TM; i += 4) load4(a + i, As + k * A_LD + tr * TM + i);   // a[i] = As[k][tr*TM + i]
+            for (int i = 0; i < TM; i += 4) LOAD4(a + i, As + k * A_LD + tr * TM + i);
             #pragma unroll
-            for (int j = 0; j < TN; j += 4) load4(b + j, Bs + k * BN + tc * TN + j);     // b[j] = Bs[k][tc*TN + j]
-            outer_product(acc, a, b);
+            for (int j = 0; j < TN; j += 4) LOAD4(b + j, Bs + k * BN + tc * TN + j);
+            OUTER_PRODUCT(acc, a, b)
         }
         __syncthreads();
     }
@@ -365,6 +316,7 @@ sgemm_vec4(const float* __restrict__ A, const float* __restrict__ B,
     }
 #endif
 }
+#undef THREADS_
 
 // ================================================================ steps 4-6
 // Warp tiling. The block's BM x BN tile is split into (BM/WM) x (BN/WN) warp
@@ -409,72 +361,45 @@ __device__ __forceinline__ void block_tile(int M, int N, int* tile_m, int* tile_
 #endif
 }
 
-// Where a lane's fragments start in the shared tiles: at step k its A
-// fragment is the TM/4 float4s As[k][a_frag0 + im*4*LM .. +3] (im < TM/4) and
-// its B fragment the TN/4 float4s Bs[k][b_frag0 + in*4*LN .. +3] (in < TN/4).
-struct LaneFrags {
-    int a_frag0;     // warp_m * WM + 4 * lm: first m of the A fragment
-    int b_frag0;     // warp_n * WN + 4 * ln: first n of the B fragment
-};
+// Fragments of step k: a[TM] from As (transposed tile), b[TN] from Bs.
+#define LOAD_FRAGS(a, b, as, bs, k)                                                         \
+    _Pragma("unroll") for (int im = 0; im < TM / 4; ++im)                                   \
+        LOAD4((a) + 4 * im, (as) + (k) * A_LD + a_frag0 + im * 4 * LM);                     \
+    _Pragma("unroll") for (int in = 0; in < TN / 4; ++in)                                   \
+        LOAD4((b) + 4 * in, (bs) + (k) * BN + b_frag0 + in * 4 * LN);
 
-__device__ __forceinline__ LaneFrags lane_frags(int tid)
-{
-    const int lane = tid % 32, warp = tid / 32;
-    // lane bits -> (lm, ln): bit 0 -> bit 0 of ln, bit 1 -> bit 0 of lm, the
-    // next LOG2_LN - 1 bits -> the rest of ln, the remaining bits -> the rest
-    // of lm. (The plain deal, lm = lane / LN and ln = lane % LN, pairs lanes
-    // n and n^1 on an A float4 but not lanes n and n^2 on a B float4 when LN > 2.)
-    const int ln = (lane & 1) | (((lane >> 2) & ((LN >> 1) - 1)) << 1);
-    const int lm = ((lane >> 1) & 1) | ((lane >> (1 + LOG2_LN)) << 1);
-    const int warp_m = warp / (BN / WN), warp_n = warp % (BN / WN);
-    LaneFrags f;
-    f.a_frag0 = warp_m * WM + 4 * lm;
-    f.b_frag0 = warp_n * WN + 4 * ln;
-    return f;
-}
+// Thread-to-tile bookkeeping shared by steps 4-6.
+#define WARPTILE_SETUP                                                                      \
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;                          \
+    const int ln = (lane & 1) | (((lane >> 2) & ((LN >> 1) - 1)) << 1);                     \
+    const int lm = ((lane >> 1) & 1) | ((lane >> (1 + LOG2_LN)) << 1);                      \
+    const int warp_m = warp / (BN / WN), warp_n = warp % (BN / WN);                         \
+    const int a_frag0 = warp_m * WM + 4 * lm;      /* first A column of the fragment */   \
+    const int b_frag0 = warp_n * WN + 4 * ln;                                               \
+    int tile_m, tile_n;                                                                     \
+    block_tile(M, N, &tile_m, &tile_n);                                                     \
+    const int row0 = tile_m * BM, col0 = tile_n * BN;
 
-// Fragments of step k, a[TM] from the transposed A tile and b[TN] from the B
-// tile: the plain loops
-//   for (i = 0; i < TM; ++i) a[i] = As[k][a_frag0 + (i / 4) * 4*LM + i % 4];
-//   for (j = 0; j < TN; ++j) b[j] = Bs[k][b_frag0 + (j / 4) * 4*LN + j % 4];
-// as (TM + TN) / 4 LDS.128.
-__device__ __forceinline__ void load_frags(float (&a)[TM], float (&b)[TN], const float* As, const float* Bs,
-                                           int k, const LaneFrags& f)
-{
-    #pragma unroll
-    for (int im = 0; im < TM / 4; ++im)
-        load4(a + 4 * im, As + k * A_LD + f.a_frag0 + im * 4 * LM);
-    #pragma unroll
-    for (int in = 0; in < TN / 4; ++in)
-        load4(b + 4 * in, Bs + k * BN + f.b_frag0 + in * 4 * LN);
-}
+// Store the TM x TN accumulators: float4 stores, rows and columns guarded.
+#define WARPTILE_EPILOGUE                                                                   \
+    _Pragma("unroll") for (int im = 0; im < TM / 4; ++im)                                   \
+    _Pragma("unroll") for (int i = 0; i < 4; ++i) {                                         \
+        const int gm = row0 + a_frag0 + im * 4 * LM + i;                                    \
+        if (gm < M) {                                                                       \
+            _Pragma("unroll") for (int in = 0; in < TN / 4; ++in) {                         \
+                const int gn = col0 + b_frag0 + in * 4 * LN;                                \
+                if (gn < N) {                                                               \
+                    float* c_ = acc[4 * im + i] + 4 * in;                                   \
+                    *reinterpret_cast<float4*>(C + (size_t)gm * N + gn) =                   \
+                        make_float4(c_[0], c_[1], c_[2], c_[3]);                            \
+                    RECORD((size_t)gm * N + gn); RECORD((size_t)gm * N + gn + 1);           \
+                    RECORD((size_t)gm * N + gn + 2); RECORD((size_t)gm * N + gn + 3);       \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+    }
 
-// C = acc, the thread's TM x TN outputs: row 4*im + i of acc is row
-// row0 + a_frag0 + im*4*LM + i of C, its columns 4*in .. +3 are columns
-// col0 + b_frag0 + in*4*LN .. +3. Float4 stores, rows and columns guarded.
-__device__ __forceinline__ void store_c(float* C, const float (&acc)[TM][TN], int M, int N,
-                                        int row0, int col0, const LaneFrags& f OWNER_PARAM)
-{
-    #pragma unroll
-    for (int im = 0; im < TM / 4; ++im)
-        #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int gm = row0 + f.a_frag0 + im * 4 * LM + i;
-            if (gm < M) {
-                #pragma unroll
-                for (int in = 0; in < TN / 4; ++in) {
-                    const int gn = col0 + f.b_frag0 + in * 4 * LN;
-                    if (gn < N) {
-                        const float* c = acc[4 * im + i] + 4 * in;
-                        *reinterpret_cast<float4*>(C + (size_t)gm * N + gn) = make_float4(c[0], c[1], c[2], c[3]);
-                        RECORD((size_t)gm * N + gn); RECORD((size_t)gm * N + gn + 1);
-                        RECORD((size_t)gm * N + gn + 2); RECORD((size_t)gm * N + gn + 3);
-                    }
-                }
-            }
-        }
-}
-
+#define THREADS_ WT_THREADS
 #define WT_OK (WT_BASE_OK && 4 * BK * (A_LD + BN) <= STATIC_SMEM_MAX && (BM * BK / 4) % WT_THREADS == 0 && (BK * BN / 4) % WT_THREADS == 0 \
                && WT_THREADS % (BK / 4) == 0 && WT_THREADS % (BN / 4) == 0)
 #define WT_DB_OK (WT_OK && BK % 2 == 0 && 2 * 4 * BK * (A_LD + BN) <= STATIC_SMEM_MAX)
@@ -490,30 +415,26 @@ sgemm_warptile(const float* __restrict__ A, const float* __restrict__ B,
 #if WT_OK
     __shared__ __align__(16) float As[BK * A_LD];
     __shared__ __align__(16) float Bs[BK * BN];
-    const int tid = threadIdx.x;
-    const LaneFrags f = lane_frags(tid);
-    int tile_m, tile_n;
-    block_tile(M, N, &tile_m, &tile_n);                // this block's BM x BN tile of C
-    const int row0 = tile_m * BM, col0 = tile_n * BN;
-    using L = Float4Loads<WT_THREADS>;
-    const L ld = float4_loads<WT_THREADS>(tid);
+    WARPTILE_SETUP
+    const int a_kq = tid % (BK / 4), a_m = tid / (BK / 4);
+    const int b_nq = tid % (BN / 4), b_k = tid / (BN / 4);
 
-    float acc[TM][TN] = {};                            // the thread's outputs
-    float a[TM], b[TN];                                // its fragments of one k step
-    float4 ra[L::A_LOADS], rb[L::B_LOADS];             // the tile on its way to shared memory
+    float acc[TM][TN] = {};
+    float a[TM], b[TN];
+    float4 ra[A_LOADS], rb[B_LOADS];
 
     for (int k0 = 0; k0 < K; k0 += BK) {
-        global_tile_load(ra, rb, ld, A, B, M, N, K, row0, col0, k0);
-        shared_tile_store(As, Bs, ra, rb, ld);
+        GLOBAL_TILE_LOAD(ra, rb, k0)
+        SHARED_TILE_STORE(As, Bs, ra, rb)
         __syncthreads();
         #pragma unroll
         for (int k = 0; k < BK; ++k) {
-            load_frags(a, b, As, Bs, k, f);
-            outer_product(acc, a, b);
+            LOAD_FRAGS(a, b, As, Bs, k)
+            OUTER_PRODUCT(acc, a, b)
         }
         __syncthreads();
     }
-    store_c(C, acc, M, N, row0, col0, f OWNER_ARG);
+    WARPTILE_EPILOGUE
 #endif
 }
 
@@ -522,14 +443,6 @@ sgemm_warptile(const float* __restrict__ A, const float* __restrict__ B,
 // registers first (they fly during the math), compute tile kt from buffer
 // kt % 2 with fragments double-buffered in registers, and at the last k step
 // store the registers into the other buffer; one barrier per tile.
-//   Where the loads land in SASS is ptxas's choice, and it can undo the
-// overlap. The prefetch is guarded by `more`, the store by `(kt + 1) * BK < K`:
-// the same condition, written so that ptxas cannot tell. With `more` on both,
-// ptxas merged the two guarded regions and issued the LDGs after the tile's
-// FFMAs, right before their STS: same instruction counts, same registers, 35 %
-// slower on the H200 (notes/ch5_function_rewrite.md). As written, about three
-// quarters of the tile's FFMAs run while the loads are in flight;
-// tests/test_sass_order.py reads the SASS and fails if they sink again.
 extern "C" __global__ void __launch_bounds__(WT_DB_OK ? WT_THREADS : 32, MIN_BLOCKS)
 sgemm_warptile_db(const float* __restrict__ A, const float* __restrict__ B,
                   float* __restrict__ C, int M, int N, int K OWNER_PARAM)
@@ -540,42 +453,40 @@ sgemm_warptile_db(const float* __restrict__ A, const float* __restrict__ B,
 #if WT_DB_OK
     __shared__ __align__(16) float As[2][BK * A_LD];
     __shared__ __align__(16) float Bs[2][BK * BN];
-    const int tid = threadIdx.x;
-    const LaneFrags f = lane_frags(tid);
-    int tile_m, tile_n;
-    block_tile(M, N, &tile_m, &tile_n);                // this block's BM x BN tile of C
-    const int row0 = tile_m * BM, col0 = tile_n * BN;
-    using L = Float4Loads<WT_THREADS>;
-    const L ld = float4_loads<WT_THREADS>(tid);
+    WARPTILE_SETUP
+    const int a_kq = tid % (BK / 4), a_m = tid / (BK / 4);
+    const int b_nq = tid % (BN / 4), b_k = tid / (BN / 4);
 
     float acc[TM][TN] = {};
-    float a[2][TM], b[2][TN];                          // fragments of steps k and k+1
-    float4 ra[L::A_LOADS], rb[L::B_LOADS];             // the next tile, in flight
+    float a[2][TM], b[2][TN];
+    float4 ra[A_LOADS], rb[B_LOADS];
     const int KT = (K + BK - 1) / BK;
 
-    global_tile_load(ra, rb, ld, A, B, M, N, K, row0, col0, 0);
-    shared_tile_store(As[0], Bs[0], ra, rb, ld);
+    GLOBAL_TILE_LOAD(ra, rb, 0)
+    SHARED_TILE_STORE(As[0], Bs[0], ra, rb)
     __syncthreads();
-    load_frags(a[0], b[0], As[0], Bs[0], 0, f);
+    LOAD_FRAGS(a[0], b[0], As[0], Bs[0], 0)
 
     int cur = 0;
     for (int kt = 0; kt < KT; ++kt) {
         const bool more = kt + 1 < KT;
-        if (more) global_tile_load(ra, rb, ld, A, B, M, N, K, row0, col0, (kt + 1) * BK);  // in flight during the math
+        if (more) { GLOBAL_TILE_LOAD(ra, rb, (kt + 1) * BK) }
         #pragma unroll
         for (int k = 0; k < BK; ++k) {
             if (k == BK - 1) {
-                if ((kt + 1) * BK < K) shared_tile_store(As[cur ^ 1], Bs[cur ^ 1], ra, rb, ld);   // = more
+                if (more) { SHARED_TILE_STORE(As[cur ^ 1], Bs[cur ^ 1], ra, rb) }
                 __syncthreads();
                 cur ^= 1;
             }
-            load_frags(a[(k + 1) % 2], b[(k + 1) % 2], As[cur], Bs[cur], (k + 1) % BK, f);
-            outer_product(acc, a[k % 2], b[k % 2]);
+            // fragments of the next step (at k = BK-1: step 0 of the next tile)
+            LOAD_FRAGS(a[(k + 1) % 2], b[(k + 1) % 2], As[cur], Bs[cur], (k + 1) % BK)
+            OUTER_PRODUCT(acc, a[k % 2], b[k % 2])
         }
     }
-    store_c(C, acc, M, N, row0, col0, f OWNER_ARG);
+    WARPTILE_EPILOGUE
 #endif
 }
+#undef THREADS_
 
 // ---------------------------------------------------------------- step 6
 // cp.async (sm_80+): copies global -> shared without passing through
@@ -594,9 +505,8 @@ __device__ __forceinline__ void cp_async16(float* dst, const float* src, bool va
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
                  :: "r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N_PENDING>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N_PENDING) : "memory"); }
+#define CP_ASYNC_COMMIT() asm volatile("cp.async.commit_group;\n" ::: "memory")
+#define CP_ASYNC_WAIT(n) asm volatile("cp.async.wait_group %0;\n" :: "n"(n) : "memory")
 
 #define CA_A_COPIES (BM * BK / WT_THREADS)          // 4-byte copies of A per thread
 #define CA_B_COPIES (BK * BN / 4 / WT_THREADS)      // 16-byte copies of B per thread
@@ -621,11 +531,7 @@ sgemm_cp_async(const float* __restrict__ A, const float* __restrict__ B,
     extern __shared__ __align__(16) float smem[];
     float* As = smem;                                  // [STAGES][BK][A_LD]
     float* Bs = smem + STAGES * STAGE_A;               // [STAGES][BK][BN]
-    const int tid = threadIdx.x;
-    const LaneFrags f = lane_frags(tid);
-    int tile_m, tile_n;
-    block_tile(M, N, &tile_m, &tile_n);
-    const int row0 = tile_m * BM, col0 = tile_n * BN;
+    WARPTILE_SETUP
 
     // A: thread copies k = a_k of rows a_m + j * (THREADS / BK), 4 bytes each;
     // a warp reads 32 / BK rows x BK consecutive floats (whole 32-byte sectors).
@@ -667,14 +573,14 @@ sgemm_cp_async(const float* __restrict__ A, const float* __restrict__ B,
     #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < KT) load_tile(s, s);
-        cp_async_commit();
+        CP_ASYNC_COMMIT();
     }
-    cp_async_wait<STAGES - 2>();          // tile 0 has landed (for this thread) ...
+    CP_ASYNC_WAIT(STAGES - 2);          // tile 0 has landed (for this thread) ...
     __syncthreads();                    // ... and for every thread
 
     float acc[TM][TN] = {};
     float a[2][TM], b[2][TN];
-    load_frags(a[0], b[0], As, Bs, 0, f);
+    LOAD_FRAGS(a[0], b[0], As, Bs, 0)
 
     int rd = 0, wr = STAGES - 1;        // stage read now, stage refilled next
     for (int kt = 0; kt < KT; ++kt) {
@@ -684,22 +590,22 @@ sgemm_cp_async(const float* __restrict__ A, const float* __restrict__ B,
                 // Tile kt+1 must be complete before its first fragments load.
                 // Groups committed: STAGES-1 + (kt+1); allowing STAGES-2 in
                 // flight means tiles 0 .. kt+1 are done.
-                cp_async_wait<STAGES - 2>();
+                CP_ASYNC_WAIT(STAGES - 2);
                 __syncthreads();
                 rd = (rd + 1 == STAGES) ? 0 : rd + 1;
             }
-            load_frags(a[(k + 1) % 2], b[(k + 1) % 2], As + rd * STAGE_A, Bs + rd * STAGE_B, (k + 1) % BK, f);
+            LOAD_FRAGS(a[(k + 1) % 2], b[(k + 1) % 2], As + rd * STAGE_A, Bs + rd * STAGE_B, (k + 1) % BK)
             if (k == 0) {
                 // Refill the stage everybody finished reading before the last
                 // barrier (it held tile kt-1) with tile kt + STAGES - 1.
                 if (kt + STAGES - 1 < KT) load_tile(kt + STAGES - 1, wr);
-                cp_async_commit();
+                CP_ASYNC_COMMIT();
                 wr = (wr + 1 == STAGES) ? 0 : wr + 1;
             }
-            outer_product(acc, a[k % 2], b[k % 2]);
+            OUTER_PRODUCT(acc, a[k % 2], b[k % 2])
         }
     }
-    cp_async_wait<0>();                 // nothing may land after the block exits
-    store_c(C, acc, M, N, row0, col0, f OWNER_ARG);
+    CP_ASYNC_WAIT(0);                   // nothing may land after the block exits
+    WARPTILE_EPILOGUE
 #endif
 }

@@ -65,7 +65,7 @@ def simulate(key: str, p: dict, shape) -> tuple[np.ndarray, np.ndarray]:
                 tr, tc = tid // (BN // TN), tid % (BN // TN)
                 _write(out, count, pid, tid, [by * BM + tr * TM + i for i in range(TM)],
                        [bx * BN + tc * TN + j for j in range(TN)], M, N)
-            else:   # warp-tile kernels: block_tile() and lane_frags() of kernels/05
+            else:   # warp-tile kernels: block_tile() and WARPTILE_SETUP of kernels/05
                 BM, BN, WM, WN, TM, TN, G = (p[k] for k in ("BM", "BN", "WM", "WN", "TM", "TN", "GROUP_M"))
                 LM, LN = WM // TM, WN // TN
                 lg = {2: 1, 4: 2, 8: 3, 16: 4}[LN]

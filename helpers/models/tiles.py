@@ -134,7 +134,7 @@ def log2_exact(x: int) -> int:
 
 
 def lane_coords(lane, LN: int):
-    """(lm, ln) of ``lane`` in the warp-tile kernels (kernels/05, ``lane_frags``):
+    """(lm, ln) of ``lane`` in the warp-tile kernels (kernels/05, WARPTILE_SETUP):
     bit 0 -> ln, bit 1 -> lm, the next log2(LN) - 1 bits -> ln, the rest -> lm.
     Lanes n and n^1 share lm (the same A float4), n and n^2 share ln."""
     lane = np.asarray(lane)
