@@ -82,3 +82,17 @@ def test_hopper_splitk_plan_uses_chapter_10s_k_tile():
     assert ch.plan_for("hopper_splitk", 35, 79, 19, False, sms=132).splits == 2
     assert "split-K" in p.name and p.name.startswith("hopper")
     assert ch.can_run("hopper_splitk") is not None
+
+
+def test_dispatcher_uses_chapter_10_on_sm90_only_where_it_pays():
+    from helpers.models import anyshape as m
+    big = m.plan(4093, 4093, 4093, aligned=False, sms=132, hopper=True)
+    assert big.operands == "hopper" and big.schedule == "dp"
+    assert m.plan(4093, 4093, 4093, aligned=False, sms=132).operands == "repack"       # not on sm_80
+    skinny = m.plan(512, 512, 32768, aligned=True, sms=132, hopper=True)
+    assert (skinny.operands, skinny.schedule, skinny.reduction) == ("hopper", "splitk", "twopass")
+    assert skinny.splits > 1
+    # Below 2^34 multiply-adds, or with too few tiles for a wave: the sm_80 family.
+    assert m.plan(2176, 4096, 1002, aligned=False, sms=132, hopper=True).operands == "repack"
+    assert m.plan(64, 30000, 4093, aligned=False, sms=132, hopper=True).operands == "repack"
+    assert m.plan(8192, 8192, 64, aligned=True, sms=132, hopper=True).operands == "direct"

@@ -39,6 +39,12 @@ PROLOGUE_KTILES = 4         # pipeline fill + epilogue of one block, in k-tiles 
 MIN_SPLIT_KTILES = 64       # split K only when there are at least 64 k-tiles (K >= 2048 at BK 32)
 MIN_STREAM_KTILES = 16      # stream-K only with at least 16 k-tiles per tile
 REGS_MAX_KTILES = 2         # loads through registers beat a repack only for K <= 64 in one wave
+# On sm_90 (``plan(..., hopper=True)``): chapter 10's TMA + wgmma kernel after a repack.
+# Its Python side (tensor maps, up to three copies) costs tens of microseconds a call, so it
+# pays only on large problems. Read off the zoo's "hopper ratio" column (H200, 2026-12-01):
+# it beat the sm_80 family's best on every zoo shape with M*N*K >= 2^34 whose 128 x 256
+# tiles fill a wave (2176 x 4096 x 4093 up to 8192^2 x 16384) and lost on most below.
+HOPPER_MIN_MNK = 2 ** 34
 
 
 def tiles(M: int, N: int, cfg: dict = CFG) -> int:
@@ -151,7 +157,7 @@ class Plan:
 
 
 def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
-         deterministic: bool = True) -> Plan:
+         deterministic: bool = True, hopper: bool = False) -> Plan:
     """The dispatcher's rules for C[M, N] = A[M, K] @ B[K, N] on ``sms`` SMs.
 
     ``aligned``: A and B are 16-byte aligned with K % 8 == 0 and N % 8 == 0 (the cp.async
@@ -161,7 +167,10 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
     :func:`choose_splits` says s > 1 and there are at least ``MIN_SPLIT_KTILES`` k-tiles
     (reduction "twopass" if ``deterministic``, else "atomic"), else stream-K when
     :func:`streamk_policy` says so and there are at least ``MIN_STREAM_KTILES`` k-tiles,
-    else data-parallel. Raises ValueError for M, N, K < 1.
+    else data-parallel. ``hopper`` (the GPU runs chapter 10's sm_90a kernel): split-K runs
+    on its main loop (two-pass, :data:`HOPPER_CFG`'s split count), and a data-parallel
+    problem with M*N*K >= :data:`HOPPER_MIN_MNK` whose tiles fill a wave runs on it whole.
+    Raises ValueError for M, N, K < 1.
     """
     for name, v in (("M", M), ("N", N), ("K", K), ("sms", sms)):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -178,6 +187,14 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
         if pol != "dp" and kt < MIN_STREAM_KTILES:
             pol, why = "dp", why.split(":")[0] + f", but only {kt} k-tiles per tile: data-parallel"
         sched = {"schedule": "dp"} if pol == "dp" else {"schedule": "streamk", "policy": pol}
+    if hopper and s > 1:
+        sh, why_h = choose_splits(M, round_up(N, 8), round_up(K, 8), sms, HOPPER_CFG)
+        if sh > 1:
+            return Plan(operands="hopper", schedule="splitk", splits=sh,
+                        reason=f"sm_90: chapter 10's kernel, split-K with fp32 partials; {why_h}")
+    if hopper and s == 1 and M * N * K >= HOPPER_MIN_MNK and tiles(M, N, HOPPER_CFG) >= sms:
+        return Plan(operands="hopper", reason=f"sm_90, M*N*K >= 2^34 and {tiles(M, N, HOPPER_CFG)} tiles of 128 x 256 "
+                                              f"for {sms} SMs: chapter 10's TMA + wgmma kernel (after a repack)")
     if aligned:
         ops, why_o = "direct", "aligned rows: cp.async reads A and B in place"
     else:

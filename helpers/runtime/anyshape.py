@@ -260,7 +260,7 @@ def plan_for(strategy: str, M: int, N: int, K: int, aligned: bool, sms: int | No
     require(strategy in STRATEGIES, "strategy", strategy, f"must be one of {STRATEGIES}")
     sms = sms or sm_count()
     if strategy == "auto":
-        return model.plan(M, N, K, aligned=aligned, sms=sms)
+        return model.plan(M, N, K, aligned=aligned, sms=sms, hopper=can_run("hopper") is None)
     ops = "direct" if aligned else "repack"
     if strategy in ("regs", "repack", "padding"):
         return model.Plan(operands=strategy, reason=f"{strategy}, data-parallel (asked for)")
