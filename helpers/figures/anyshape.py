@@ -108,7 +108,7 @@ def wave_figure(data: dict, where: str):
 
 def _short(plan: str) -> str:
     return (plan.replace("direct", "dir").replace("repack", "rep").replace(" + split-K ", "+sK").replace(" (twopass)", "")
-            .replace(" (atomic)", "a").replace(" + stream-K (hybrid2)", "+stK").replace("padding", "pad"))
+            .replace(" (atomic)", "a").replace(" + stream-K (hybrid2)", "+stK").replace("padding", "pad").replace("hopper", "hop"))
 
 
 ZOO_TITLE = "The shape zoo: the dispatcher's plan<br>and its ratio to cuBLAS"
