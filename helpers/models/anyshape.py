@@ -40,11 +40,20 @@ MIN_SPLIT_KTILES = 64       # split K only when there are at least 64 k-tiles (K
 MIN_STREAM_KTILES = 16      # stream-K only with at least 16 k-tiles per tile
 REGS_MAX_KTILES = 2         # loads through registers beat a repack only for K <= 64 in one wave
 # On sm_90 (``plan(..., hopper=True)``): chapter 10's TMA + wgmma kernel after a repack.
-# Its Python side (tensor maps, up to three copies) costs tens of microseconds a call, so it
-# pays only on large problems. Read off the zoo's "hopper ratio" column (H200, 2026-12-01):
-# it beat the sm_80 family's best on every zoo shape with M*N*K >= 2^34 whose 128 x 256
-# tiles fill a wave (2176 x 4096 x 4093 up to 8192^2 x 16384) and lost on most below.
-HOPPER_MIN_MNK = 2 ** 34
+# Its Python side (tensor maps, up to three copies) costs tens of microseconds a call, so
+# it pays on problems of at least ~50 us of its work (M*N*K >= 1.5e10) whose 128 x 256
+# tiles fill a wave and are at least 3/4 used. Its split-K pays where it keeps at least as
+# many SMs busy as chapter 9's split (its k-tile is 64 deep, so K/4 caps its splits sooner)
+# or K has 128 of its k-tiles. All read off the shape zoo on the H200 (2026-12-01, sessions
+# 3-4: the hopper column, then the zoo measured again with these rules).
+HOPPER_MIN_MNK = 1.5e10
+HOPPER_SPLIT_KTILES = 128
+MIN_TILE_USE = 0.75         # padding and chapter 10's 128 x 256 tiles: used fraction of the tiles
+
+
+def tile_use(M: int, N: int, cfg: dict = CFG) -> float:
+    """Fraction of the tiles' area inside the M x N result: M*N / (tiles * BM * BN)."""
+    return M * N / (tiles(M, N, cfg) * cfg["BM"] * cfg["BN"])
 
 
 def tiles(M: int, N: int, cfg: dict = CFG) -> int:
@@ -162,14 +171,17 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
 
     ``aligned``: A and B are 16-byte aligned with K % 8 == 0 and N % 8 == 0 (the cp.async
     build reads them directly; M, N, K tails are predicated). Otherwise ``regs`` when K is
-    at most ``REGS_MAX_KTILES`` k-tiles and the tiles fit one wave, else ``repack``
-    (``padding`` copies more than a repack and never wins). Schedule: split-K when
+    at most ``REGS_MAX_KTILES`` k-tiles and the tiles fit one wave; ``padding`` when the
+    tiles fill more than a wave, are at least :data:`MIN_TILE_USE` used and the schedule is
+    data-parallel (it copies C too, but its kernel runs unguarded); else ``repack``. Schedule: split-K when
     :func:`choose_splits` says s > 1 and there are at least ``MIN_SPLIT_KTILES`` k-tiles
     (reduction "twopass" if ``deterministic``, else "atomic"), else stream-K when
     :func:`streamk_policy` says so and there are at least ``MIN_STREAM_KTILES`` k-tiles,
     else data-parallel. ``hopper`` (the GPU runs chapter 10's sm_90a kernel): split-K runs
-    on its main loop (two-pass, :data:`HOPPER_CFG`'s split count), and a data-parallel
-    problem with M*N*K >= :data:`HOPPER_MIN_MNK` whose tiles fill a wave runs on it whole.
+    on its main loop (two-pass, :data:`HOPPER_CFG`'s split count) when that keeps as many SMs
+    busy or K has :data:`HOPPER_SPLIT_KTILES` of its k-tiles, and a data-parallel problem
+    with M*N*K >= :data:`HOPPER_MIN_MNK` whose tiles fill a wave and are
+    :data:`MIN_TILE_USE` used runs on it whole.
     Raises ValueError for M, N, K < 1.
     """
     for name, v in (("M", M), ("N", N), ("K", K), ("sms", sms)):
@@ -189,17 +201,22 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
         sched = {"schedule": "dp"} if pol == "dp" else {"schedule": "streamk", "policy": pol}
     if hopper and s > 1:
         sh, why_h = choose_splits(M, round_up(N, 8), round_up(K, 8), sms, HOPPER_CFG)
-        if sh > 1:
+        kth = cdiv(K, HOPPER_CFG["BK"])
+        if sh > 1 and (sh * tiles(M, N, HOPPER_CFG) >= s * tiles(M, N, cfg) or kth >= HOPPER_SPLIT_KTILES):
             return Plan(operands="hopper", schedule="splitk", splits=sh,
                         reason=f"sm_90: chapter 10's kernel, split-K with fp32 partials; {why_h}")
-    if hopper and s == 1 and M * N * K >= HOPPER_MIN_MNK and tiles(M, N, HOPPER_CFG) >= sms:
-        return Plan(operands="hopper", reason=f"sm_90, M*N*K >= 2^34 and {tiles(M, N, HOPPER_CFG)} tiles of 128 x 256 "
-                                              f"for {sms} SMs: chapter 10's TMA + wgmma kernel (after a repack)")
+    nh = tiles(M, N, HOPPER_CFG)
+    if hopper and s == 1 and M * N * K >= HOPPER_MIN_MNK and nh >= sms and tile_use(M, N, HOPPER_CFG) >= MIN_TILE_USE:
+        return Plan(operands="hopper", reason=f"sm_90, M*N*K >= 1.5e10, {nh} tiles of 128 x 256 for {sms} SMs: "
+                                              "chapter 10's TMA + wgmma kernel (after a repack)")
     if aligned:
         ops, why_o = "direct", "aligned rows: cp.async reads A and B in place"
     else:
         one_wave = tiles(M, N, cfg) <= sms
-        ops = "regs" if (kt <= REGS_MAX_KTILES and one_wave) else "repack"
-        why_o = (f"unaligned rows, {kt} k-tile(s) in one wave: loads through registers, no copy" if ops == "regs"
-                 else "unaligned rows: A and B repacked to 16-byte rows")
+        full = not one_wave and sched["schedule"] == "dp" and tile_use(M, N, cfg) >= MIN_TILE_USE
+        ops = "regs" if (kt <= REGS_MAX_KTILES and one_wave) else "padding" if full else "repack"
+        why_o = {"regs": f"unaligned rows, {kt} k-tile(s) in one wave: loads through registers, no copy",
+                 "padding": "unaligned rows, more than a wave of well-used tiles: A and B padded to tile "
+                            "multiples (no guard fires), C copied back",
+                 "repack": "unaligned rows: A and B repacked to 16-byte rows"}[ops]
     return Plan(operands=ops, reason=f"{why_o}; {why}", **sched)
