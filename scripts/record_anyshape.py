@@ -14,7 +14,7 @@ fp16 and bf16), ``check_grid`` (every strategy on the issue's correctness grid),
 shape zoo, fp16). Every speed is a ratio to cuBLAS timed on the same inputs in
 alternating rounds; every result was checked against float64 first. The file's
 ``provenance`` says where and when (GPU, driver, CuPy, date, commit), and each
-section's ``<name>_seconds`` how long it took.
+section's ``<name>_seconds`` how long it took and ``<name>_commit`` the commit it ran at.
 """
 from __future__ import annotations
 
@@ -78,6 +78,7 @@ def main() -> int:
         t0 = time.time()
         doc[name] = SECTIONS[name]()
         doc[f"{name}_seconds"] = round(time.time() - t0, 1)
+        doc[f"{name}_commit"] = prov.get("commit")      # sections merge into one file: each keeps its own
         print(f"{name}: {doc[f'{name}_seconds']} s", flush=True)
         out.write_text(json.dumps(doc, indent=1, default=str))
     if "zoo" in doc:
