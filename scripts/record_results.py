@@ -1,6 +1,6 @@
 """Measure every shipped kernel configuration and write results/<gpu>.json.
 
-Usage (on a GPU machine): ``python scripts/record_results.py [--chapters 0 1 2] [--quick]``
+Usage (on a GPU machine): ``python scripts/record_results.py [--chapters 0 1 2] [--quick | --missing]``
 
 Records, with the provenance of this run (GPU, driver, CUDA runtime, CuPy,
 date, commit): the ceilings (copy bandwidth, cuBLAS per dtype, the spec
@@ -42,6 +42,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--chapters", type=int, nargs="*", default=None)
     ap.add_argument("--quick", action="store_true", help="defaults only, no sweeps")
+    ap.add_argument("--missing", action="store_true",
+                    help="only the shipped configurations (defaults and sweep points) with no record yet; "
+                         "other records stay as they are, no extras")
     args = ap.parse_args()
     if not gpu.live():
         sys.exit("record_results.py needs a GPU")
@@ -55,6 +58,13 @@ def main():
         if args.chapters is not None and spec.chapter not in args.chapters:
             continue
         shape = GEMM_SHAPE if spec.op == "gemm" else T_SHAPE
+        if args.missing:
+            todo = [c for c in spec.configs() if results.lookup(key, c, spec.dtype, shape, slug) is None]
+            recs = sweep.run(key, shape, points=todo) if todo else []
+            runs += recs
+            for r in recs:
+                print(f"ch{spec.chapter} {key:24s} {str(r['params']):60s} {r['value']} ratio {r['ratio']}", flush=True)
+            continue
         recs = [measure(key, shape)]
         if not args.quick and spec.sweep:
             recs = sweep.run(key, shape)
@@ -64,20 +74,22 @@ def main():
             v = "WRONG (pitfall)" if r["value"] is None else f"{r['value']:9.2f} {r['metric']:7s} ratio {r['ratio']:.3f}"
             print(f"ch{spec.chapter} {key:24s} {str(r['params']):60s} {v}", flush=True)
     extras = {}
-    if args.chapters is None or 0 in args.chapters:
+    if args.missing:
+        pass
+    elif args.chapters is None or 0 in args.chapters:
         extras["timing_rules"] = timing.rule_demos()
-    if args.chapters is None or 6 in args.chapters or 7 in args.chapters:
+    if not args.missing and (args.chapters is None or 6 in args.chapters or 7 in args.chapters):
         from helpers.runtime import precision
         extras["tf32_vs_fp32"] = precision.tf32_vs_fp32(4096)
         extras["fp16_accumulator"] = precision.fp16_accumulator_demo()
-    if args.chapters is None or 7 in args.chapters:
+    if not args.missing and (args.chapters is None or 7 in args.chapters):
         from helpers.runtime import probes
         extras["mma_sync_probes"] = {dt: probes.mma_sync_probes(dt, GEMM_SHAPE) for dt in ("float16", "bfloat16")}
         for dt, r in extras["mma_sync_probes"].items():
             print(f"ch7 probes {dt}: " + ", ".join(f"{x['probe']}:{x['ratio']:.3f}" for x in r["rows"]), flush=True)
     # a full run (not --quick) measured every shipped configuration of its chapters:
     # their older records go, so none of a configuration the catalog no longer ships stays
-    full = () if args.quick else sorted({r["chapter"] for r in runs})
+    full = () if (args.quick or args.missing) else sorted({r["chapter"] for r in runs})
     data_path = results.merge(runs, slug, ceilings={k: ceil[k] for k in ("copy_GBps", "cublas_TFLOPs", "spec")},
                               prov=prov, replace_chapters=full)
     if extras:

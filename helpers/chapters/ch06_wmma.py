@@ -33,7 +33,10 @@ _W_DEFAULTS = {**_W_SWEEP_BASE, "BN": 128}
 _W_SWEEP = frozen_sweep(_W_SWEEP_BASE, (
     {"STAGES": 2}, {"STAGES": 4}, {"BM": 256, "BN": 128}, {"BM": 128, "BN": 128},
     {"BM": 128, "BN": 128, "WN": 32}, {"BK": 64}, {"BK": 64, "STAGES": 2},
-    {"PAD": 0}, {"PAD": 16}, {"GROUP_M": 1}))
+    {"PAD": 0}, {"PAD": 16}, {"GROUP_M": 1},
+    # around the defaults (128 x 128 blocks), for the pipeline figure: PAD, STAGES, GROUP_M
+    {"BN": 128, "PAD": 0}, {"BN": 128, "PAD": 16}, {"BN": 128, "STAGES": 2}, {"BN": 128, "STAGES": 4},
+    {"BN": 128, "GROUP_M": 1}))
 # Minimum compute capability: WMMA fp16 fragments alone would need 7.0, but every entry
 # of 06_wmma.cu fills its stages with cp.async (sm_80 or higher, PTX ISA), and bf16
 # fragments need 8.0 as well: 8.0 for all (a T4, sm_75, shows the recorded numbers).

@@ -44,7 +44,10 @@ _M_SWEEP = frozen_sweep(_M_SWEEP_BASE, (
     {"BM": 256, "BN": 128, "STAGES": 3}, {"BM": 256, "BN": 128},
     {"BK": 64, "STAGES": 3}, {"BK": 64}, {"BM": 256, "BN": 128, "BK": 64, "STAGES": 3},
     {"BM": 128, "BN": 128}, {"BM": 128, "BN": 128, "WM": 32}, {"BM": 128, "BN": 128, "WN": 32},
-    {"GROUP_M": 1}, {"SWIZZLE": 0}, {"BM": 256, "BN": 128, "BK": 64}, {"BK": 64, "LOAD_SPREAD": 0}))
+    {"GROUP_M": 1}, {"SWIZZLE": 0}, {"BM": 256, "BN": 128, "BK": 64}, {"BK": 64, "LOAD_SPREAD": 0},
+    # around the defaults (BK 64, 4 stages), for the pipeline figure: SWIZZLE, GROUP_M, STAGES
+    {"BK": 64, "SWIZZLE": 0}, {"BK": 64, "GROUP_M": 1}, {"BK": 64, "STAGES": 2},
+    {"BK": 64, "SWIZZLE": 0, "GROUP_M": 1}))
 # mma.sync.m16n8k16 (fp16 and bf16), cp.async and ldmatrix's use here: sm_80 or newer.
 _M = dict(chapter=7, file="07_mma_sync.cu", entry="gemm_mma_sync", op="gemm", align=16, min_cc=(8, 0),
           defaults={**_M_SWEEP_BASE, "BK": 64},
