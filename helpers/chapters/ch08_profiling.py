@@ -325,6 +325,33 @@ def show_accuracy(slug: str = results.DEFAULT_SLUG) -> list:
     return rows
 
 
+def ceiling_rows(runs: list, slug: str = results.DEFAULT_SLUG) -> list:
+    """For each tuned mma.sync kernel: its best tuned ratio to cuBLAS (``runs``, by
+    :func:`helpers.runtime.tune.speed`) against the top rung of chapter 7's PROBE ladder
+    (the mma instructions alone, ``extras.mma_sync_probes`` of results/<slug>.json), each
+    a ratio to cuBLAS timed in its own run. Rows for the kernels that have both."""
+    probes = results.load(slug).get("extras", {}).get("mma_sync_probes", {})
+    out = []
+    for run in runs:
+        dt = catalog.get(run["kernel"]).dtype
+        ladder, recs = probes.get(dt), tuning_fig.measured(run)
+        if run["kernel"].startswith("mma_sync") and ladder and recs:
+            top, best = ladder["rows"][-1]["ratio"], tune.speed(recs[0])
+            out.append({"kernel": run["kernel"], "tuned (of cuBLAS)": round(best, 3),
+                        "mma-only ceiling (of cuBLAS)": round(top, 3), "tuned / ceiling": round(best / top, 3)})
+    return out
+
+
+def show_ceiling(runs: list, where: str) -> list:
+    """:func:`ceiling_rows` as a table: how much of its own loop's ceiling the tuner reached."""
+    rows = ceiling_rows(runs)
+    if rows:
+        show.table(rows, list(rows[0]), f"The tuned mma.sync kernel against its mma-only ceiling (chapter 7's "
+                   f"probe ladder, results/h200.json); the tuning: {where}. Each number is a ratio to cuBLAS "
+                   f"timed in its own run.")
+    return rows
+
+
 def show_defaults_here() -> None:
     """Which defaults the GPU the book decides for gets from the tuning files
     (:mod:`helpers.runtime.defaults`), one line per tuned kernel."""
