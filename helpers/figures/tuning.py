@@ -247,7 +247,7 @@ def rank_figure(runs: list, where: str):
                              line=dict(color="#888", dash="dash", width=1), hoverinfo="skip"))
     fig.update_layout(title=dict(text=f"The cost model's order against the measured one<br><sup>Spearman rho: "
                                       f"{' · '.join(rhos)}<br>{where}</sup>", x=0.01, font=dict(size=14)),
-                      xaxis=dict(title="model rank among the timed (1 = predicted fastest)"),
+                      xaxis=dict(title="model rank (1 = predicted fastest)"),
                       yaxis=dict(title="measured rank (1 = fastest)", autorange="reversed"),
                       height=480, legend=dict(orientation="h", y=-0.2), margin=dict(l=60, r=20, t=100, b=40))
     return fig
