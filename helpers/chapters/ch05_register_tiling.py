@@ -5,8 +5,10 @@ fails there at compile time (static_assert), and the catalog refuses it first.
 """
 from __future__ import annotations
 
+from helpers.figures import show
 from helpers.models import tiles
 from helpers.models.raster import cdiv
+from helpers.runtime import bench, catalog, panels
 from helpers.runtime.catalog import Kernel, frozen_sweep, register
 from helpers.runtime.checks import multiple_of
 
@@ -201,3 +203,133 @@ register(Kernel(key="cp_async_pitfall", title="pitfall: __launch_bounds__ min bl
                 owner=tiles.owner_warptile, **_WT_GEOM, **_R))
 # (The same tile without the cap is the cp_async sweep point
 #  {"BN": 256, "WN": 64, "TN": 16}: 225 registers, no spills.)
+
+
+# ------------------------------------------------------------------ controls (notebook calls)
+# Two claims of the chapter's text, each checked by a control: (1) a step measured
+# against the step before it at the *same* parameters, so that what changes is the
+# kernel's code and not its tile; (2) GROUP_M (grouped block order) against plain
+# row order at the same tile. Every pair is a configuration the book ships
+# (catalog ``configs()``), so the H200 records hold all of them.
+STEP_PAIRS = (("reg2d", "reg2d_vec4"), ("warptile", "warptile_db"), ("warptile_db", "cp_async"))
+
+
+def _tile(p: dict) -> str:
+    s = f"{p['BM']}x{p['BN']}x{p['BK']}"
+    if "WM" in p:
+        s += f", warp {p['WM']}x{p['WN']}"
+    s += f", thread {p['TM']}x{p['TN']}"
+    if p.get("GROUP_M", 8) != 8:
+        s += f", GROUP_M={p['GROUP_M']}"
+    return s
+
+
+def twins(before: str, after: str) -> list:
+    """[(params of ``before``, params of ``after``)]: every shipped configuration of
+    ``before`` that ``after`` also ships with the same values of the parameters they
+    share (``after``'s extra ones, such as STAGES, at its default)."""
+    b, a = catalog.get(before), catalog.get(after)
+    extra = {k: v for k, v in a.defaults.items() if k not in b.defaults}
+    out = []
+    for p in b.configs():
+        q = {**{k: v for k, v in p.items() if k in a.defaults}, **extra}
+        if q in a.configs():
+            out.append((p, q))
+    return out
+
+
+def group_m_sets() -> list:
+    """[(key, {GROUP_M: params})]: shipped configurations of the warp-tiled kernels that
+    differ only in GROUP_M from one with GROUP_M = 8 (the default raster)."""
+    out = []
+    for key in ("warptile", "warptile_db", "cp_async"):
+        cfgs = catalog.get(key).configs()
+        for p in cfgs:
+            if p["GROUP_M"] == 8 and any(q["GROUP_M"] != 8 and {**q, "GROUP_M": 8} == p for q in cfgs):
+                out.append((key, {q["GROUP_M"]: q for q in cfgs if {**q, "GROUP_M": 8} == p}))
+    return out
+
+
+def _fmt(r: dict | None) -> str:
+    if not r or r.get("value") is None:
+        return "not recorded"
+    return f"{r['value']:.2f} ({r['ratio']:.3f})"
+
+
+def _span(xs: list) -> str:
+    xs = sorted(x for x in xs if x is not None)
+    return "none measured" if not xs else f"{xs[0]:.3f}x" if len(xs) == 1 else f"{xs[0]:.3f}x to {xs[-1]:.3f}x"
+
+
+def _rel(a: dict | None, b: dict | None):
+    return a["value"] / b["value"] if a and b and a.get("value") and b.get("value") else None
+
+
+def show_controls(shape=(4096, 4096, 4096)) -> dict:
+    """Measure (live: one :func:`helpers.runtime.bench.gemm` call, each kernel alternated
+    with cuBLAS in the same run) or read (no GPU: the H200 records, labelled) the two
+    controls of the chapter, fp32 on ``shape`` (M, N, K); display them as two tables
+    (TFLOP/s, ratio to cuBLAS) and print the ratios the text refers to.
+    Returns {"steps": rows, "group_m": rows, "records": records}."""
+    steps = [(b, a, p, q) for b, a in STEP_PAIRS for p, q in twins(b, a)]
+    groups = group_m_sets()
+    items = []
+    for b, a, p, q in steps:
+        items += [(b, p), (a, q)]
+    for key, by in groups:
+        items += [(key, p) for p in by.values()]
+    default = dict(catalog.get("cp_async").defaults)
+    items += [("warptile_db", p) for p in catalog.get("warptile_db").configs()] + [("cp_async", default)]
+    uniq = []
+    for it in items:
+        if it not in uniq:
+            uniq.append(it)
+    recs = bench.gemm(uniq, shape)
+    rec = {(k, tuple(sorted(p.items()))): r for (k, p), r in zip(uniq, recs)}
+    get = lambda k, p: rec[(k, tuple(sorted(p.items())))]     # noqa: E731
+    wh = bench.where(recs)
+    wh = wh[0].upper() + wh[1:]
+
+    step_rows = [{"step": f"{b} -> {a}", "parameters": _tile(p), "before": _fmt(get(b, p)),
+                  "after": _fmt(get(a, q)), "after / before": _rel(get(a, q), get(b, p))} for b, a, p, q in steps]
+    show.table(step_rows, ["step", "parameters", ("before", "before: TFLOP/s (x cuBLAS)"),
+                           ("after", "after: TFLOP/s (x cuBLAS)"), "after / before"],
+               f"Each step against the step before it at the same parameters (cp_async at its default "
+               f"STAGES), fp32, {' x '.join(map(str, shape))}; each kernel timed against cuBLAS in the same run. {wh}.")
+    for b, a in STEP_PAIRS:
+        print(f"{a} / {b} at equal parameters: "
+              + _span([r["after / before"] for r in step_rows if r["step"] == f"{b} -> {a}"]))
+    try:
+        catalog.get("warptile_db").validate({k: v for k, v in default.items() if k != "STAGES"}, shape)
+    except ValueError as e:
+        print(f"cp_async's default tile ({_tile(default)}) as warptile_db: refused, {e}")
+    db = [r for (k, _), r in zip(uniq, recs) if k == "warptile_db" and r.get("value")]
+    ca = get("cp_async", default)
+    if db and ca.get("value"):
+        best = max(db, key=lambda r: r["value"])
+        print(f"each at its best shipped configuration: cp_async ({_tile(default)}, STAGES={default['STAGES']}) "
+              f"{_fmt(ca)} against warptile_db ({_tile(best['params'])}) {_fmt(best)}: {_rel(ca, best):.3f}x")
+
+    group_rows = []
+    for key, by in groups:
+        base = get(key, by[8])
+        row = {"kernel": key, "parameters": _tile(by[8])}
+        for g, p in sorted(by.items()):
+            row[f"G{g}"] = _fmt(get(key, p))
+            if g != 8:
+                row[f"r{g}"] = _rel(get(key, p), base)
+        group_rows.append(row)
+    gs = sorted({g for _, by in groups for g in by})
+    show.table(group_rows, ["kernel", "parameters"] + [(f"G{g}", f"GROUP_M={g}") for g in gs]
+               + [(f"r{g}", f"GROUP_M={g} / GROUP_M=8") for g in gs if g != 8],
+               f"Grouped block order: GROUP_M tile rows per group (0 = plain row order), TFLOP/s (x cuBLAS), "
+               f"fp32, {' x '.join(map(str, shape))}, the same run as the table above. {wh}.")
+    print("GROUP_M = 0 against GROUP_M = 8: " + _span([r.get("r0") for r in group_rows]))
+    runs, _, where = panels.recorded()
+    for r in runs:
+        if r["key"] == "cp_async" and r.get("params") == default and list(r["shape"]) == list(shape):
+            pn = r["panel"]
+            ab = 4 * (shape[0] * shape[2] + shape[2] * shape[1])
+            print(f"cp_async at its defaults (Nsight Compute, {where}): DRAM busy {pn['dram_pct']:.1f} % of its peak, "
+                  f"L2 hit rate {pn['l2_hit']:.1f} %, DRAM reads {pn['dram_read'] / ab:.1f}x the bytes of A and B")
+    return {"steps": step_rows, "group_m": group_rows, "records": recs}
