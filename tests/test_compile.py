@@ -154,3 +154,29 @@ def test_compile_error_names_the_line(tmp_path, monkeypatch):
     with pytest.raises(kc.KernelCompileError) as e:
         kc.nvcc_check("99_bad.cu", "k")
     assert "line 2" in str(e.value) and "undefined_name" in str(e.value)
+
+
+def test_nvcc_cache_is_keyed_on_what_the_build_reads(tmp_path, monkeypatch):
+    """The session's on-disk nvcc cache (tests/conftest.py) returns what nvcc said for the
+    same build, and a changed source, define or architecture is compiled again."""
+    kdir, cache = tmp_path / "k", tmp_path / "cache"
+    kdir.mkdir(), cache.mkdir()
+    monkeypatch.setattr(kc, "KERNEL_DIR", kdir)
+    monkeypatch.setenv(kc.NVCC_CACHE_VAR, str(cache))
+    cu = kdir / "98_cached.cu"
+    cu.write_text('extern "C" __global__ void k(float* x) { __shared__ float s[N]; s[threadIdx.x] = x[0];'
+                  ' __syncthreads(); x[threadIdx.x] = s[N - 1 - threadIdx.x]; }\n')
+    fresh = kc.nvcc_check(cu.name, "k", {"N": 32})
+    assert fresh["smem_static"] == 128 and len(list(cache.glob("*.json"))) == 1
+    kc._nvcc_check.cache_clear()                       # a new process: only the disk cache
+    monkeypatch.setattr(kc, "_nvcc_run", lambda *a: pytest.fail("compiled again instead of reading the cache"))
+    assert kc.nvcc_check(cu.name, "k", {"N": 32}) == fresh
+    monkeypatch.undo()
+    monkeypatch.setattr(kc, "KERNEL_DIR", kdir)
+    monkeypatch.setenv(kc.NVCC_CACHE_VAR, str(cache))
+    assert kc.nvcc_check(cu.name, "k", {"N": 64})["smem_static"] == 256
+    cu.write_text(cu.read_text().replace("float s[N]", "double s[N]"))
+    kc._nvcc_check.cache_clear()                       # (this process's cache is keyed on the file name)
+    assert kc.nvcc_check(cu.name, "k", {"N": 32})["smem_static"] == 256
+    kc.nvcc_check(cu.name, "k", {"N": 32}, arch="sm_80")
+    assert len(list(cache.glob("*.json"))) == 4

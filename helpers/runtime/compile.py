@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import functools
 import glob
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -28,6 +30,7 @@ import site
 import subprocess
 import sys
 import tempfile
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -260,12 +263,41 @@ _PTXAS = re.compile(
     re.S)
 
 
+NVCC_CACHE_VAR = "GEMM_BOOK_NVCC_CACHE"
+
+
+def _disk_cache(nvcc: str, src: str, file: str, defines: tuple, arch: str, extra: tuple) -> Path | None:
+    """The file of this build in ``$GEMM_BOOK_NVCC_CACHE`` (a directory), or None when
+    the variable is unset. The key is everything the build reads: nvcc's path and
+    modification time, the source with its includes pasted in, the file name, the
+    defines, the architecture and the extra options. The test session sets it to a
+    fresh temporary directory (tests/conftest.py) so that its processes (the tests,
+    nbval's notebook kernels, the simulated-GPU runs) compile each build once."""
+    root = os.environ.get(NVCC_CACHE_VAR)
+    if not root:
+        return None
+    key = json.dumps([os.path.realpath(nvcc), os.stat(nvcc).st_mtime_ns, src, file, defines, arch, extra])
+    return Path(root) / (hashlib.sha256(key.encode()).hexdigest() + ".json")
+
+
 @functools.lru_cache(maxsize=4096)
 def _nvcc_check(file: str, defines: tuple, arch: str, extra: tuple) -> dict:
     nvcc = nvcc_path()
     if not nvcc:
         raise FileNotFoundError("nvcc not found (PATH, $CUDA_PATH/bin, /usr/local/cuda/bin)")
     src = source(file)
+    cached = _disk_cache(nvcc, src, file, defines, arch, extra)
+    if cached is not None and cached.is_file():
+        return {fn: {**r, "warnings": tuple(r["warnings"])} for fn, r in json.loads(cached.read_text()).items()}
+    out = _nvcc_run(nvcc, src, file, defines, arch, extra)
+    if cached is not None:          # written whole, then renamed: a reader never sees half a file
+        tmp = cached.with_name(f"{cached.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(out))
+        os.replace(tmp, cached)
+    return out
+
+
+def _nvcc_run(nvcc: str, src: str, file: str, defines: tuple, arch: str, extra: tuple) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         cu = Path(tmp) / file
         cu.write_text(src)
