@@ -7,13 +7,18 @@ down to a T4's (sm_75): the kernels a T4 could run are measured live, the rest a
 recorded and labelled, and no cell raises (the other three are skipped there: the plain
 live nbval run covers the GPU's own capability).
 
-Each case runs ``pytest book`` in a subprocess (about 30-100 s on two CPU cores).
+Each case runs ``pytest book`` in a subprocess (about 30-70 s on two CPU cores). The
+runs are independent and each mostly waits on one notebook kernel at a time, so a module
+fixture starts the selected ones together, as many at once as there are cores (without a
+GPU; one at a time with one), and each test then reads its own run's result. They share
+the session's nvcc cache (tests/conftest.py).
 """
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -21,15 +26,42 @@ import pytest
 from helpers.runtime import gpu
 
 REPO = Path(__file__).resolve().parent.parent
+NAMES = sorted(gpu.SIMULATED)
 
 
-@pytest.mark.parametrize("name", sorted(gpu.SIMULATED))
-def test_every_notebook_runs_as_this_gpu(name):
+def _skip_reason(name: str) -> str | None:
     if gpu.live() and name != "t4":
-        pytest.skip("on a GPU only the forced-down T4 run is made (the live nbval run covers this GPU)")
+        return "on a GPU only the forced-down T4 run is made (the live nbval run covers this GPU)"
+    return None
+
+
+def _nbval_as(name: str) -> subprocess.CompletedProcess:
     env = {**os.environ, gpu.SIMULATE_VAR: name}
-    r = subprocess.run([sys.executable, "-m", "pytest", "book", "-q", "-p", "no:cacheprovider", "-x"],
-                       cwd=REPO, env=env, capture_output=True, text=True, timeout=1500)
+    return subprocess.run([sys.executable, "-m", "pytest", "book", "-q", "-p", "no:cacheprovider", "-x"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=1500)
+
+
+@pytest.fixture(scope="module")
+def runs(request):
+    """{name: Future of its ``pytest book`` run} for the selected tests of this module
+    (``-k`` honoured), started at once; as many run together as there are cores (live:
+    one, the GPU is shared)."""
+    names = [item.callspec.params["name"] for item in request.session.items
+             if getattr(item, "module", None) is request.module and hasattr(item, "callspec")]
+    names = [n for n in dict.fromkeys(names) if _skip_reason(n) is None]
+    workers = 1 if gpu.live() else max(1, min(len(names), os.cpu_count() or 1))
+    ex = ThreadPoolExecutor(max_workers=workers)
+    futures = {n: ex.submit(_nbval_as, n) for n in names}
+    yield futures
+    ex.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_notebook_runs_as_this_gpu(name, runs):
+    why = _skip_reason(name)
+    if why:
+        pytest.skip(why)
+    r = runs[name].result() if name in runs else _nbval_as(name)
     tail = (r.stdout + r.stderr)[-6000:]
     assert r.returncode == 0, f"nbval as a simulated {name}:\n{tail}"
     assert " passed" in tail and "failed" not in tail.splitlines()[-1], tail
