@@ -38,6 +38,7 @@ import sys
 import textwrap
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -389,13 +390,29 @@ def test_no_cdn_urls_in_pages(book):
         assert not assets, f"{page.name}: loads assets from another host: {assets}"
 
 
-def test_book_pages_in_chromium(book):
+@pytest.fixture(scope="module")
+def in_chromium(book) -> dict:
+    """Every page of the book in Chromium, once per module and per way of looking:
+    ``{"desktop": the default viewport, "narrow_dark": 412 px wide in the dark theme}``
+    (:func:`check_in_chromium`). The two passes are independent and each keeps about one
+    core busy (Chromium drawing MathJax and Plotly), so with two cores or more they run at
+    the same time, each with its own browser."""
+    _need_browser()
+    if book.returncode != 0:
+        pytest.fail("the book did not build (see test_book_builds_without_warnings)")
+    passes = {"desktop": {}, "narrow_dark": {"viewport": NARROW, "dark": True}}
+    with ThreadPoolExecutor(max_workers=min(len(passes), os.cpu_count() or 1)) as ex:
+        futures = {name: ex.submit(check_in_chromium, book, **kw) for name, kw in passes.items()}
+        return {name: f.result() for name, f in futures.items()}
+
+
+def test_book_pages_in_chromium(book, request):
     """Every page loads offline, has window.Plotly, draws all of its figures,
     and logs no errors."""
     _need_browser()
     if book.returncode != 0:
         pytest.fail("the book did not build (see test_book_builds_without_warnings)")
-    report = check_in_chromium(book)
+    report = request.getfixturevalue("in_chromium")["desktop"]
     assert report, "no HTML pages were built"
     assert not _fail_report(report), "\n" + _fail_report(report)
 
@@ -420,12 +437,9 @@ def _dark_or_clear(css: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def narrow_dark(book) -> dict:
+def narrow_dark(in_chromium) -> dict:
     """Every page in Chromium at 412 px wide, in the dark theme (once per module)."""
-    _need_browser()
-    if book.returncode != 0:
-        pytest.fail("the book did not build (see test_book_builds_without_warnings)")
-    return check_in_chromium(book, viewport=NARROW, dark=True)
+    return in_chromium["narrow_dark"]
 
 
 def test_book_pages_at_412_px_dark(narrow_dark):
