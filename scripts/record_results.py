@@ -90,8 +90,15 @@ def main():
     # a full run (not --quick) measured every shipped configuration of its chapters:
     # their older records go, so none of a configuration the catalog no longer ships stays
     full = () if (args.quick or args.missing) else sorted({r["chapter"] for r in runs})
+    before = results.load(slug)
     data_path = results.merge(runs, slug, ceilings={k: ceil[k] for k in ("copy_GBps", "cublas_TFLOPs", "spec")},
                               prov=prov, replace_chapters=full)
+    if args.missing and before.get("provenance"):
+        # Only new records were added (each stamped with this run's date and commit): the file's
+        # ceilings and top-level provenance stay those of the full run the other records come from.
+        data = results.load(slug)
+        data["provenance"], data["ceilings"] = before["provenance"], before["ceilings"]
+        results.save(data, slug)
     if extras:
         data = results.load(slug)
         data.setdefault("extras", {}).update(extras)

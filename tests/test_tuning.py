@@ -102,8 +102,8 @@ def test_pre_rank_orders_the_fp32_space_without_nvcc():
 def test_model_against_the_recorded_h200_sweep():
     """The model's order of the mma.sync sweep recorded on the H200 (results/h200.json), with
     registers from nvcc and chapter 7's ldmatrix bank model: better than chance, and the
-    measured slowest point (the unswizzled layout's 8-way conflicts) ranked last. Without the
-    bank model that point ties with the best: the model knows only what it is told."""
+    measured slowest points (the unswizzled layout's 8-way conflicts) ranked last. Without the
+    bank model they tie with the best: the model knows only what it is told."""
     from helpers.chapters.ch08_profiling import TUNE_SHARED_EFF
     d = results.load()
     recs = [r for r in d["runs"] if r["kernel"] == "mma_sync_f16" and r["shape"] == list(SHAPE)]
@@ -117,9 +117,12 @@ def test_model_against_the_recorded_h200_sweep():
         by = {json.dumps(it["params"], sort_keys=True): it["score"] for it in ranked}
         pairs = [(by[json.dumps(r["params"], sort_keys=True)], r["value"]) for r in recs]
         rhos[name] = tuning.spearman([a for a, _ in pairs], [b for _, b in pairs])
-        last = ranked[-1]["params"]
-    slowest = min(recs, key=lambda r: r["value"])
-    assert slowest["params"]["SWIZZLE"] == 0 and last == slowest["params"]
+        bottom = [it["params"] for it in ranked[-sum(r["params"]["SWIZZLE"] == 0 for r in recs):]]
+    # The unswizzled points (8-way conflicts) are the measured slowest, and the model with the
+    # bank model ranks exactly them last (their order among themselves is within 1 %: noise).
+    unswizzled = sorted(recs, key=lambda r: r["value"])[:len(bottom)]
+    assert all(r["params"]["SWIZZLE"] == 0 for r in unswizzled)
+    assert all(b["SWIZZLE"] == 0 for b in bottom), bottom
     assert rhos["banks"] > rhos["plain"] > 0, rhos
 
 
