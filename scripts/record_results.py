@@ -74,9 +74,7 @@ def main():
             v = "WRONG (pitfall)" if r["value"] is None else f"{r['value']:9.2f} {r['metric']:7s} ratio {r['ratio']:.3f}"
             print(f"ch{spec.chapter} {key:24s} {str(r['params']):60s} {v}", flush=True)
     extras = {}
-    if args.missing:
-        pass
-    elif args.chapters is None or 0 in args.chapters:
+    if not args.missing and (args.chapters is None or 0 in args.chapters):
         extras["timing_rules"] = timing.rule_demos()
     if not args.missing and (args.chapters is None or 6 in args.chapters or 7 in args.chapters):
         from helpers.runtime import precision

@@ -355,7 +355,7 @@ def odd_shapes(dtypes=("float16", "bfloat16")) -> list:
     for dt in dtypes:
         al = measure(["dp", "hopper"], (4096, 4096, 4096), dt)
         odd = measure(["regs", "repack", "padding", "auto", "hopper"], (4093, 4093, 4093), dt)
-        ref = [al["hopper" in (r["title"] or "")].get("value") for r in odd]     # auto's title names its plan
+        ref = [(al[1] if "hopper" in (r["title"] or "") else al[0]).get("value") for r in odd]  # auto's title: its plan
         out += [a for a in al if a.get("value")] + [{**r, "of_aligned": bench.sig(r["value"] / x, 3)
                                                      if r.get("value") and x else None} for r, x in zip(odd, ref)]
     return out
