@@ -4,7 +4,7 @@ Usage (on a GPU):
     python scripts/tune.py [--kernels cp_async mma_sync_f16 mma_sync_bf16] [--top 16] [--sample 8]
                            [--seed 0] [--local-steps 3] [--shape 4096 4096 4096]
     python scripts/tune.py --exhaustive mma_sync_f16      # every valid configuration, timed once
-    python scripts/tune.py --confirm 10                   # re-time its top 10 + the tuner's pick, full method
+    python scripts/tune.py --confirm 10 [--confirm-rounds 3]  # re-time its top 10 + the tuner's pick, full method
     python scripts/tune.py --accuracy                     # compare the two files, no GPU needed
 
 For each kernel: every combination of its slider choices is pruned by the catalog's rules
@@ -48,6 +48,8 @@ def main(argv=None) -> int:
     ap.add_argument("--accuracy", action="store_true", help="compare the tuning and exhaustive files and exit")
     ap.add_argument("--confirm", type=int, metavar="N",
                     help="re-time the exhaustive file's top N and the tuner's pick with the full method")
+    ap.add_argument("--confirm-rounds", type=int, default=3, metavar="R",
+                    help="alternating rounds per configuration in --confirm (default 3)")
     ap.add_argument("--slug", help="results file slug (default: this GPU's)")
     a = ap.parse_args(argv)
     if a.accuracy:
@@ -68,7 +70,7 @@ def main(argv=None) -> int:
             picks = [max(run["timed"], key=tune.speed)["params"], run["best"]["params"]] if run else []
             todo = top + [q for n, q in enumerate(picks) if q not in top and q not in picks[:n]]
             pick = picks[0] if picks else None
-            ex["confirmed"] = tune.confirm(ex["kernel"], todo, tuple(ex["shape"]))
+            ex["confirmed"] = tune.confirm(ex["kernel"], todo, tuple(ex["shape"]), rounds=a.confirm_rounds)
             ex["confirmed_provenance"] = results.provenance()
             for r in ex["confirmed"]:
                 print(f"{ex['kernel']} confirmed {r['value']} TFLOP/s = {r['ratio']} x cuBLAS"

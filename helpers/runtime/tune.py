@@ -289,14 +289,16 @@ def exhaustive(key: str, shape=(4096, 4096, 4096), progress: bool = True, budget
             "best": {"params": best["params"], "value": best["value"], "ratio": best["ratio"]}}
 
 
-def confirm(key: str, params: list, shape=(4096, 4096, 4096), progress: bool = True) -> list:
+def confirm(key: str, params: list, shape=(4096, 4096, 4096), progress: bool = True,
+            rounds: int = 3) -> list:
     """Re-time ``params`` (e.g. the top of an exhaustive single-round pass and the tuner's
-    pick) in one session with the full method (three alternating rounds against cuBLAS,
+    pick) in one session with the full method (``rounds`` alternating rounds against cuBLAS,
     about 400 ms each): a single short round can flatter one configuration by 10 %, so the
-    accuracy comparison uses these numbers. Returns bench records, in order."""
+    accuracy comparison uses these numbers. Returns bench records, in order.
+    Raises RuntimeError without a GPU, ValueError for a bad ``rounds``."""
     if not gpu.live():
         raise RuntimeError("confirm() times kernels: it needs a GPU")
-    return _time(key, params, shape, progress, desc="confirm")
+    return _time(key, params, shape, progress, rounds=rounds, desc="confirm")
 
 
 def accuracy(tuned: dict, full: dict) -> list:
