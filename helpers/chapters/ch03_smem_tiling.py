@@ -1,9 +1,14 @@
 """Chapter 3, shared-memory tiling (kernels/03_smem_tiling.cu).
+
+The catalog entry; :func:`show_counters` (why heaven 3 is slower than heaven 2:
+Nsight Compute counters of both, recorded on the H200, per FFMA).
 """
 from __future__ import annotations
 
-from helpers.models import tiles
+from helpers.figures import profiling as prof_fig
+from helpers.models import counters, tiles
 from helpers.models.raster import cdiv
+from helpers.runtime import panels, results
 from helpers.runtime.catalog import Kernel, register
 
 
@@ -15,3 +20,53 @@ register(Kernel(key="smem_tiled", chapter=3, title="shared-memory tiles, 1 outpu
                 grid=lambda p, s: (cdiv(s[1], p["TILE"]), cdiv(s[0], p["TILE"]), 1),
                 sweep=({"TILE": 8}, {"TILE": 16}, {"TILE": 32}),
                 owner=tiles.owner_smem_tiled))
+
+
+# ------------------------------------------------------------------ notebook calls
+# Why heaven 3 is slower than heaven 2: the counters that show it, per FFMA, from the
+# Nsight Compute panels recorded on the H200 (chapter 8's artifact).
+COUNTERS = (
+    ("duration_us", "duration of the launch under ncu (us)", 0),
+    ("lsu_per_op", "LSU-pipe instructions per FFMA (estimate)", 3),
+    ("shared_waves_per_op", "shared-memory wavefronts per FFMA (counted)", 3),
+    ("l1_waves_per_op", "L1 data-pipe wavefronts per FFMA, global + shared (estimate)", 3),
+    ("l1_pct", "L1 data pipe busy, % of its peak wavefronts", 1),
+    ("lsu_pct", "LSU pipe busy, % of its peak instructions", 1),
+    ("l1_hit", "L1 hit rate of the global loads, %", 1),
+    ("stall:long_scoreboard", "stall: long scoreboard (waits on global/L1 data), cycles per instruction", 2),
+    ("stall:mio_throttle", "stall: MIO throttle (shared-memory instruction queue full)", 2),
+    ("stall:barrier", "stall: barrier (__syncthreads)", 2),
+    ("fma_pct", "FMA pipe busy, % of peak", 1),
+    ("dram_pct", "DRAM busy, % of peak", 1),
+)
+
+
+def counter_rows(shape=(4096, 4096, 4096)) -> tuple[list, str]:
+    """(rows, where): vec4 (heaven 2) against smem_tiled (heaven 3) per FFMA, from the
+    recorded panels (:func:`helpers.runtime.panels.recorded`); KeyError when not recorded."""
+    runs, doc, _ = panels.recorded()
+    a, b = prof_fig.find_run(runs, "vec4", shape), prof_fig.find_run(runs, "smem_tiled", shape)
+    where = prof_fig.ncu_label(doc, f"results/{results.DEFAULT_SLUG}-{panels.ARTIFACT}.json")
+    return prof_fig.counter_comparison(a, b, "ffma", COUNTERS), where
+
+
+def show_counters(shape=(4096, 4096, 4096)) -> list:
+    """The counter table of heaven 2 against heaven 3, labelled with where it was recorded,
+    and one sentence of what it shows, every number read from the rows. Returns the rows."""
+    rows, where = counter_rows(shape)
+    prof_fig.show_counter_comparison(
+        rows, "vec4 (heaven 2)", "smem_tiled (heaven 3)",
+        f"{where[0].upper() + where[1:]}: one launch each, "
+        f"M = N = K = {shape[0]}, default parameters. Counts are per FFMA warp instruction (M N K / 32 of them); "
+        "'estimate' rows turn a % of peak into a count with a peak of one per SM per cycle "
+        "(helpers.models.counters). Stalls: cycles per issued instruction. Not profiled live here.")
+    r = counters.by_field(rows)
+    print(f"For the same FMAs, smem_tiled issues {r['lsu_per_op']['b / a']:.1f}x the LSU instructions of vec4 "
+          f"({r['lsu_per_op']['b']:.2f} vs {r['lsu_per_op']['a']:.2f} per FFMA) and sends "
+          f"{r['l1_waves_per_op']['b / a']:.2f}x the wavefronts through the L1 data pipe, "
+          f"{r['shared_waves_per_op']['b']:.2f} per FFMA of them shared-memory ones. "
+          f"That pipe is busy {r['l1_pct']['a']:.0f} % of the time in vec4 and {r['l1_pct']['b']:.0f} % in "
+          f"smem_tiled, whose warps wait most on a full shared-memory queue "
+          f"(MIO throttle {r['stall:mio_throttle']['b']:.1f} cycles per instruction) and on barriers "
+          f"({r['stall:barrier']['b']:.1f}); DRAM stays under {max(r['dram_pct']['a'], r['dram_pct']['b']):.0f} % busy.")
+    return rows

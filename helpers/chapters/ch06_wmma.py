@@ -2,16 +2,18 @@
 
 The catalog entries (two dtypes, two pitfalls); :func:`wrong_layout_run` and
 :func:`side_by_side` (the layout pitfall, live or replayed on the CPU);
-:func:`fp16_accumulator_table` (the fp16-accumulator pitfall, model vs kernels).
+:func:`fp16_accumulator_table` (the fp16-accumulator pitfall, model vs kernels);
+:func:`show_counters` (what the recorded Nsight Compute counters say holds WMMA back,
+beside chapter 7's kernel).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from helpers.figures import show
-from helpers.models import mma_sync
+from helpers.figures import profiling as prof_fig, show
+from helpers.models import counters, mma_sync
 from helpers.models.pipeline import emulate_wmma, round_to
-from helpers.runtime import catalog, gpu, launch, precision, results, verify
+from helpers.runtime import catalog, gpu, launch, panels, precision, results, verify
 from helpers.runtime.catalog import Kernel, frozen_sweep, register
 
 from .common import TC_BLOCK, TC_GRID, tc_rules
@@ -143,3 +145,57 @@ def fp16_accumulator_table() -> None:
                      "how": "not recorded yet: run this notebook on a GPU (or record extras.fp16_accumulator)"})
     show.table(rows, ["accumulator", "C[i, j]", "how"],
                f"C = A B with A = B = 0.5 in fp16, K = {d['K']}: every element should be {d['exact']:.0f}.")
+
+
+# What holds WMMA back: its Nsight Compute panel beside chapter 7's mma.sync kernel, per
+# HMMA (both issue the same 16x8x16 Tensor Core instructions), recorded on the H200.
+COUNTERS = (
+    ("duration_us", "duration of the launch under ncu (us)", 0),
+    ("tensor_pct", "Tensor pipe busy, % of peak", 1),
+    ("inst_per_op", "instructions executed per HMMA (all kinds, counted)", 2),
+    ("lsu_per_op", "LSU-pipe instructions per HMMA (estimate)", 2),
+    ("shared_waves_per_op", "shared-memory wavefronts per HMMA (counted)", 2),
+    ("conflict_share", "bank conflicts, share of shared wavefronts", 3),
+    ("fma_pct", "FMA pipe busy (it also runs integer IMAD), % of peak", 1),
+    ("issue_pct", "issue slots used, % of peak", 1),
+    ("l2_pct", "L2 busy, % of peak (its busiest sub-unit)", 1),
+    ("l2_tag_time", "L2 tag requests, for the same work (WMMA = 1)", 2, "relative"),
+    ("l2_sector_time", "L2 sectors, for the same work (WMMA = 1)", 2, "relative"),
+    ("stall:wait", "stall: fixed-latency wait, cycles per instruction", 2),
+    ("stall:math_pipe_throttle", "stall: math pipe throttle (a math pipe is full)", 2),
+    ("stall:long_scoreboard", "stall: long scoreboard (global data)", 2),
+    ("stall:short_scoreboard", "stall: short scoreboard (shared-memory data)", 2),
+    ("stall:barrier", "stall: barrier", 2),
+)
+
+
+def counter_rows(shape=(4096, 4096, 4096)) -> tuple[list, str]:
+    """(rows, where): wmma_f16 (heaven 6) against mma_sync_f16 (heaven 7) per HMMA, from the
+    recorded panels (:func:`helpers.runtime.panels.recorded`); KeyError when not recorded."""
+    runs, doc, _ = panels.recorded()
+    a, b = prof_fig.find_run(runs, "wmma_f16", shape), prof_fig.find_run(runs, "mma_sync_f16", shape)
+    where = prof_fig.ncu_label(doc, f"results/{results.DEFAULT_SLUG}-{panels.ARTIFACT}.json")
+    return prof_fig.counter_comparison(a, b, "hmma", COUNTERS), where
+
+
+def show_counters(shape=(4096, 4096, 4096)) -> list:
+    """The counter table of WMMA against mma.sync at their default parameters, labelled,
+    and what it shows in two sentences, every number read from the rows. Returns the rows."""
+    rows, where = counter_rows(shape)
+    prof_fig.show_counter_comparison(
+        rows, "wmma_f16 (heaven 6)", "mma_sync_f16 (heaven 7)",
+        f"{where[0].upper() + where[1:]}: one launch each, M = N = K = {shape[0]}, each kernel at its default "
+        "parameters (WMMA 128 x 128 x 32 blocks of 4 warps, 3 stages; mma.sync 128 x 256 x 64 blocks of 8 warps, "
+        "4 stages). Counts are per HMMA instruction (the same number in both); 'estimate' and 'WMMA = 1' rows: "
+        "see helpers.models.counters. Stalls: cycles per issued instruction. Not profiled live here.")
+    r = counters.by_field(rows)
+    print(f"Same Tensor Core work, but the Tensor pipe is busy {r['tensor_pct']['a']:.0f} % of the time under WMMA "
+          f"against {r['tensor_pct']['b']:.0f} % under mma.sync; WMMA executes {r['inst_per_op']['a']:.1f} "
+          f"instructions per HMMA against {r['inst_per_op']['b']:.1f}. Shared memory is not the difference "
+          f"({r['shared_waves_per_op']['a']:.2f} vs {r['shared_waves_per_op']['b']:.2f} wavefronts per HMMA, "
+          f"{r['conflict_share']['a']:.1%} of them conflicts). WMMA's busiest unit is the L2 "
+          f"({r['l2_pct']['a']:.0f} % of peak; {1 / r['l2_tag_time']['b']:.1f}x mma.sync's tag requests for the "
+          f"same work); mma.sync's warps wait on a full math pipe, the Tensor pipe being its busy one "
+          f"({r['stall:math_pipe_throttle']['b']:.2f} cycles per instruction, WMMA's "
+          f"{r['stall:math_pipe_throttle']['a']:.2f}).")
+    return rows

@@ -3,14 +3,15 @@
 The catalog entries (two dtypes); :func:`ncu_plan` / :func:`ncu_rows` /
 :func:`show_ncu_ldmatrix` (the launches ``scripts/ncu_ldmatrix.py`` profiles,
 and the model next to ``results.artifact("ldmatrix")``); :func:`show_probes`
-(the PROBE ladder: leave one stage out).
+(the PROBE ladder: leave one stage out); :func:`ladder_rungs` / :func:`show_ladder` (from
+WMMA to this chapter's defaults one parameter at a time, timed against cuBLAS in one run).
 """
 from __future__ import annotations
 
 from helpers.figures import probes as probes_fig, show
 from helpers.models import mma_sync
 from helpers.models.mma_sync import MMA_TEACHING, WMMA_NCU, predict_ncu_mma_sync, predict_ncu_wmma_ldsm
-from helpers.runtime import catalog, probes, results
+from helpers.runtime import bench, catalog, gpu, launch, probes, results
 from helpers.runtime.catalog import Kernel, frozen_sweep, register
 
 from .common import TC_BLOCK, TC_GRID, tc_rules
@@ -146,3 +147,132 @@ def show_probes(shape=(4096, 4096, 4096)) -> None:
         show.table(probe_rows, ["dtype", "probe", "label", "stage", "TFLOP/s", "cuBLAS TFLOP/s", "ratio", "saves"],
                    f"PROBE ladder of 07_mma_sync.cu at its defaults, M = N = K = 4096, each rung timed next to cuBLAS "
                    f"(medians of 3 interleaved rounds); {pr_where}.")
+
+
+# ------------------------------------------------------------------ from WMMA to mma.sync, one change at a time
+# Rung 0 is chapter 6's WMMA kernel at its shipped defaults. Rung 1 is the mma.sync kernel at
+# the same block tile, warp tile, BK, stages and block order, with its copies issued in one
+# burst at the top of each k-tile, as WMMA issues them (LOAD_SPREAD=0). Each later rung changes
+# one parameter toward chapter 7's shipped defaults; the last rung is those defaults.
+# What rung 0 -> 1 changes is the code, which no parameter separates: mma.sync m16n8k16 with
+# explicit ldmatrix instead of WMMA's fragments, the XOR swizzle instead of padded rows (both
+# conflict-free), fragments double-buffered in registers, the epilogue without a shared strip.
+LADDER_FIRST = {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3, "SWIZZLE": 1,
+                "GROUP_M": 8, "LOAD_SPREAD": 0}
+LADDER_STEPS = (
+    ("LOAD_SPREAD", 1, "the next tile's copies spread over the k16 steps instead of one burst"),
+    ("STAGES", 4, "a fourth shared-memory stage"),
+    ("BN", 256, "128 x 256 block tiles: 8 warps of 64 x 64 instead of 4 (tile and warp count together)"),
+    ("BK", 64, "BK 64: half as many k-tiles, barriers and waits"),
+)
+LADDER_KEYS = {"float16": ("wmma_f16", "mma_sync_f16"), "bfloat16": ("wmma_bf16", "mma_sync_bf16")}
+LADDER_ARTIFACT = "ladder"      # results/<gpu>-ladder.json, written by scripts/record_ladder.py
+
+
+def ladder_rungs(dtype: str = "float16") -> list[dict]:
+    """The rungs, in order: {"rung", "key", "params", "change" (short), "what" (in words)}.
+    ValueError for a dtype other than float16 / bfloat16."""
+    if dtype not in LADDER_KEYS:
+        raise ValueError(f"dtype={dtype!r}: must be one of {tuple(LADDER_KEYS)}")
+    wk, mk = LADDER_KEYS[dtype]
+    out = [{"rung": 0, "key": wk, "params": dict(catalog.get(wk).defaults), "change": "WMMA",
+            "what": "chapter 6's WMMA kernel at its defaults (rows padded by 8, copies in one burst)"},
+           {"rung": 1, "key": mk, "params": dict(LADDER_FIRST), "change": "mma.sync",
+            "what": "the mma.sync kernel at WMMA's tiles, stages and block order: the code changes, "
+                    "no parameter does"}]
+    p = dict(LADDER_FIRST)
+    for name, v, what in LADDER_STEPS:
+        p = {**p, name: v}
+        out.append({"rung": len(out), "key": mk, "params": dict(p), "change": f"{name} {v}", "what": what})
+    return out
+
+
+def ladder_check(rungs: list, shape=(4096, 4096, 4096), smem_limit: int | None = None) -> None:
+    """Every rung against its catalog entry's rules (ValueError naming the rung), before
+    anything compiles."""
+    for r in rungs:
+        try:
+            catalog.get(r["key"]).validate(r["params"], shape, smem_limit=smem_limit)
+        except ValueError as e:
+            raise ValueError(f"ladder rung {r['rung']} ({r['change']}): {e}") from None
+
+
+def ladder_measure(dtype: str = "float16", shape=(4096, 4096, 4096)) -> list:
+    """Time every rung live (needs a GPU): one :func:`helpers.runtime.bench.gemm` call, so every
+    rung is verified and timed against cuBLAS in alternating rounds in the same run. Returns
+    the records, each with "rung", "change" and "what" added."""
+    rungs = ladder_rungs(dtype)
+    ladder_check(rungs, shape)
+    recs = bench.gemm([(r["key"], r["params"]) for r in rungs], shape)
+    return [{**rec, "rung": r["rung"], "change": r["change"], "what": r["what"]} for r, rec in zip(rungs, recs)]
+
+
+def ladder_results(dtype: str = "float16", shape=(4096, 4096, 4096)) -> tuple[list, str, str]:
+    """(records, where, short where): measured now on a GPU that runs both kernels; else the
+    ladder recorded in one run (``results/<gpu>-ladder.json``); else each rung's own record in
+    results/<gpu>.json (the sweeps, each timed against cuBLAS in its own run; a rung never
+    recorded has value None)."""
+    rungs = ladder_rungs(dtype)
+    ladder_check(rungs, shape)
+    if gpu.live() and not any(launch.unable(catalog.get(r["key"]), r["params"]) for r in rungs):
+        recs = ladder_measure(dtype, shape)
+        w = bench.where(recs) + ", every rung in the same run"
+        return recs, w, w
+    doc = results.artifact(LADDER_ARTIFACT)
+    got = ((doc or {}).get("runs") or {}).get(dtype)
+    if got and [g["params"] for g in got] == [r["params"] for r in rungs] and list(doc.get("shape", [])) == list(shape):
+        prov = doc["provenance"]
+        short = f"recorded on {prov.get('gpu', '?')} on {prov.get('date', '?')}, every rung in the same run"
+        return got, (f"{short}, commit {prov.get('commit', '?')} "
+                     f"(results/{results.DEFAULT_SLUG}-{LADDER_ARTIFACT}.json)"), short
+    out = []
+    for r in rungs:
+        spec = catalog.get(r["key"])
+        rec = results.lookup(r["key"], r["params"], spec.dtype, list(shape))
+        out.append({**(rec or {"kernel": r["key"], "params": r["params"], "value": None, "ratio": None}),
+                    "rung": r["rung"], "change": r["change"], "what": r["what"]})
+    gpu_name = results.load()["provenance"].get("gpu", "?")
+    dates = ", ".join(sorted({(x.get("recorded") or {}).get("date", "?") for x in out if x.get("value")}))
+    return out, (f"the ladder is not recorded in one run yet: each rung is its own sweep record in "
+                 f"results/{results.DEFAULT_SLUG}.json ({gpu_name}, {dates}), timed against cuBLAS in its "
+                 f"own run; rungs without a record are blank"), \
+        f"recorded on {gpu_name} ({dates}): sweep records, separate runs"
+
+
+def ladder_rows(recs: list) -> list:
+    """Table rows: rung, change, what, TFLOP/s, ratio to cuBLAS, "step" (ratio minus that of
+    the nearest rung above with a value, whose number is "over"; None without a value)."""
+    rows, prev = [], None
+    for r in recs:
+        ratio = r.get("ratio")
+        step = None if ratio is None or prev is None else round(ratio - prev["ratio"], 4)
+        rows.append({"rung": r["rung"], "change": r["change"], "what": r["what"], "TFLOP/s": r.get("value"),
+                     "ratio": ratio, "step": step,
+                     "over": None if step is None else prev["rung"],
+                     "when": (r.get("recorded") or {}).get("date")})
+        prev = rows[-1] if ratio is not None else prev
+    return rows
+
+
+def show_ladder(dtype: str = "float16", shape=(4096, 4096, 4096)) -> list:
+    """The ladder from WMMA to this chapter's defaults: a bar figure of each rung's ratio to
+    cuBLAS and a table of the steps, measured now or recorded (labelled). Returns the rows."""
+    recs, where, short = ladder_results(dtype, shape)
+    rows = ladder_rows(recs)
+    show.figure(probes_fig.ladder_figure(rows, f"From WMMA to mma.sync, one change per rung ({dtype}, "
+                                               f"{shape[0]}^3)<br><sup>{short}</sup>"))
+    cols = ["rung", "change", "what", "TFLOP/s", ("ratio", "ratio to cuBLAS"), ("step", "step (ratio gained)"),
+            ("over", "over rung")]
+    if any(r["when"] for r in rows) and len({r["when"] for r in rows if r["when"]}) > 1:
+        cols.append(("when", "recorded"))
+    show.table(rows, cols, f"Each rung changes one thing from the rung above; {dtype}, M = N = K = {shape[0]}; {where}.")
+    have = [r for r in rows if r["ratio"] is not None]
+    if len(have) == len(rows):
+        total = rows[-1]["ratio"] - rows[0]["ratio"]
+        print(f"WMMA {rows[0]['ratio']:.3f} -> mma.sync {rows[-1]['ratio']:.3f} of cuBLAS: "
+              + "; ".join(f"{r['change']} {r['step']:+.3f} ({r['step'] / total:.0%})" for r in rows[1:]) + ".")
+    else:
+        print(f"{len(rows) - len(have)} of {len(rows)} rungs have no record yet (rungs "
+              + ", ".join(str(r["rung"]) for r in rows if r["ratio"] is None) + "): run this notebook on a GPU, "
+              f"or python scripts/record_ladder.py there.")
+    return rows

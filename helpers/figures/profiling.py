@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from helpers.models import diagnosis
+from helpers.models import counters, diagnosis
 
 from helpers.runtime.roofline import intensity_min
 
@@ -138,3 +138,30 @@ def roofline_measured(recs: list, ceil: dict, runs: list, title: str = "Roofline
                        hover + f"<br>minimal intensity {x_min:.0f} FLOP/B"], hoverinfo="text"))
     fig.update_layout(height=520, margin=dict(t=90), title=dict(font=dict(size=14)))
     return fig
+
+
+def find_run(runs: list, key: str, shape) -> dict:
+    """The panel run of ``key`` at ``shape`` among ``runs``; KeyError when it is not recorded."""
+    for r in runs:
+        if r["key"] == key and list(r["shape"]) == list(shape):
+            return r
+    raise KeyError(f"no Nsight Compute panel of {key} at {list(shape)}")
+
+
+def ncu_label(doc: dict | None, file: str) -> str:
+    """'recorded with Nsight Compute on <gpu> (<date>, <file>)' for a recorded panels document."""
+    prov = (doc or {}).get("provenance", {})
+    return f"recorded with Nsight Compute on {prov.get('gpu', '?')} ({prov.get('date', '?')}, {file})"
+
+
+def counter_comparison(a: dict, b: dict, kind: str, fields) -> list:
+    """Rows of :func:`helpers.models.counters.compare` for two panel runs ``a`` and ``b``
+    (runs with "key", "shape", "metrics"), per FFMA or per HMMA (``kind``)."""
+    return counters.compare(counters.derived(a["metrics"], a["shape"], kind),
+                            counters.derived(b["metrics"], b["shape"], kind), fields)
+
+
+def show_counter_comparison(rows: list, a: str, b: str, caption: str) -> None:
+    """:func:`counter_comparison`'s rows as a table: one row per counter, a column per kernel
+    (``a``, ``b``: their names) and their ratio."""
+    show.table(rows, {"quantity": "counter", "a": a, "b": b, "b / a": f"{b} / {a}"}, caption)
