@@ -14,6 +14,7 @@ chapters/  one module per chapter: its catalog entries and the calls its noteboo
     ch08_profiling       Nsight Compute panels of every heaven, the decision table, the measured roofline
     ch09_any_shape       any M, N, K (predication, padding), split-K, stream-K: catalog entries, measurements
     ch10_hopper          Hopper: TMA, wgmma, the mbarrier ring (sm_90a)
+    ch11_pitfalls        appendix: broken kernels beside their fixes, each with the check that catches it
 colab      helpers.setup(), the first cell of every notebook: nothing outside Colab; on Colab the
            clone, CuPy of the right CUDA, plotly/ipywidgets floors, the widget manager
 figures/   every Plotly figure and every display
@@ -56,6 +57,7 @@ runtime/   compile, check, launch, verify, time, record (no chapter knowledge, n
     tma                  TMA tensor-map descriptors (cuda.bindings, ctypes fallback) for chapter 10
     panels               chapter 8's Nsight Compute panel of one launch: profiled live, or recorded
     tune                 the autotuner: prune by the catalog's rules, rank (nvcc registers), compile, time
+    isolated             a kernel in a child process with a time limit, plain or under compute-sanitizer
     defaults             a kernel's defaults on the GPU the book decides for: the tuner's same-run winner
                          (results/<gpu>-tuning.json), or its fastest timed configuration that fits
 """
