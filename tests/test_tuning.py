@@ -172,3 +172,17 @@ def test_tune_times_the_default_and_climbs_from_the_best(monkeypatch):
     assert doc["baseline"]["params"] == spec.defaults and "local" in stages
     assert doc["best"]["params"] == peak, doc["best"]
     assert doc["space"] == len(ok) + doc["refused"] and len(doc["timed"]) < len(ok) // 4
+
+
+def test_accuracy_gives_a_row_per_confirmation_run():
+    """The recorded exhaustive file has a first (3 rounds) and a second (7 rounds)
+    confirmation run: the table shows both, each with the pick's rank in that run."""
+    full = json.loads((results.RESULTS_DIR / "h200-tuning-exhaustive.json").read_text())
+    tuned = json.loads((results.RESULTS_DIR / "h200-tuning.json").read_text())
+    rows = tune.accuracy(tuned, full)
+    assert [r["compared in"].split(" (")[0] for r in rows] == ["confirmation run", "second confirmation run"]
+    for r, src in zip(rows, (full["runs"][0]["confirmed"], full["runs"][0]["reconfirmed"])):
+        assert r["best TFLOP/s"] == max(src, key=tune.speed)["value"]
+        assert 0 < r["pick / best"] <= 1 and r["rank of the pick"] >= 1
+    del full["runs"][0]["reconfirmed"]
+    assert len(tune.accuracy(tuned, full)) == 1

@@ -305,8 +305,9 @@ def accuracy(tuned: dict, full: dict) -> list:
     """How close the tuner came, per kernel found in both documents (``tuned``: a
     ``<gpu>-tuning.json``, ``full``: a ``<gpu>-tuning-exhaustive.json``). The comparison uses
     the exhaustive file's ``confirmed`` records when it has them (its top re-timed with the
-    tuner's pick, full method, one session), else its single-round pass; "faster" and the
-    tuner's pick by :func:`speed` (the ratio to cuBLAS). Rows: {"kernel",
+    tuner's pick, full method, one session), and gives a second row for ``reconfirmed`` (the
+    same comparison timed again in a later session), else its single-round pass; "faster" and
+    the tuner's pick by :func:`speed` (the ratio to cuBLAS). Rows: {"kernel",
     "valid configurations", "tuner timed", "share timed", "compared in", "best TFLOP/s",
     "best params", "tuner's pick TFLOP/s", "pick / best", "rank of the pick"}."""
     rows = []
@@ -314,19 +315,23 @@ def accuracy(tuned: dict, full: dict) -> list:
         run = next((r for r in tuned.get("runs", []) if r["kernel"] == ex["kernel"]), None)
         if run is None:
             continue
-        src = ex.get("confirmed") or ex["timed"]
-        table = {json.dumps(r["params"], sort_keys=True): r for r in src}
-        pick = table.get(json.dumps(max(run["timed"], key=speed)["params"], sort_keys=True))
-        best = max(src, key=speed)
+        sources = [(ex["confirmed"], "confirmation run (top of the exhaustive pass + the pick, full method)")] \
+            if ex.get("confirmed") else [(ex["timed"], "exhaustive pass (one short round each)")]
+        if ex.get("reconfirmed"):
+            prov = ex.get("reconfirmed_provenance", {})
+            sources.append((ex["reconfirmed"], "second confirmation run"
+                            + (f" ({prov['command'].replace('python scripts/tune.py ', '')})" if prov.get("command") else "")))
         valid = ex["space"] - ex["refused"]
-        rows.append({"kernel": ex["kernel"], "valid configurations": valid, "tuner timed": len(run["timed"]),
-                     "share timed": round(len(run["timed"]) / valid, 3),
-                     "compared in": "confirmation run (top of the exhaustive pass + the pick, full method)"
-                     if ex.get("confirmed") else "exhaustive pass (one short round each)",
-                     "best TFLOP/s": best["value"], "best params": best["params"],
-                     "tuner's pick TFLOP/s": pick["value"] if pick else None,
-                     "pick / best": round(speed(pick) / speed(best), 4) if pick else None,
-                     "rank of the pick": (1 + sum(speed(r) > speed(pick) for r in src)) if pick else None})
+        want = json.dumps(max(run["timed"], key=speed)["params"], sort_keys=True)
+        for src, how in sources:
+            pick = {json.dumps(r["params"], sort_keys=True): r for r in src}.get(want)
+            best = max(src, key=speed)
+            rows.append({"kernel": ex["kernel"], "valid configurations": valid, "tuner timed": len(run["timed"]),
+                         "share timed": round(len(run["timed"]) / valid, 3), "compared in": how,
+                         "best TFLOP/s": best["value"], "best params": best["params"],
+                         "tuner's pick TFLOP/s": pick["value"] if pick else None,
+                         "pick / best": round(speed(pick) / speed(best), 4) if pick else None,
+                         "rank of the pick": (1 + sum(speed(r) > speed(pick) for r in src)) if pick else None})
     return rows
 
 
