@@ -24,3 +24,10 @@ register(Kernel(key="transpose_naive", title="naive transpose", entry="transpose
 register(Kernel(key="transpose_shared", title="shared-memory tile", entry="transpose_shared", **_T))
 register(Kernel(key="transpose_padded", title="padded tile (+1)", entry="transpose_shared",
                 fixed={"PAD": 1}, **_T))
+
+
+def nosync_factor(rows: list) -> float:
+    """How many times "faster" than the honest figure the unsynchronized host timer made
+    cuBLAS look: the "vs honest" of the no-synchronize row of
+    :func:`helpers.runtime.timing.rules` (live, or the recorded rows); glued into the prose."""
+    return next(r["vs honest"] for r in rows if r["rule"].startswith("no synchronize"))

@@ -19,7 +19,7 @@ from helpers.models.raster import cdiv
 from helpers.runtime import catalog
 from helpers.runtime.catalog import Kernel, register
 
-from .common import artifact_note, staged, threads_rules
+from .common import artifact_note, control_note, staged, threads_rules
 
 
 # chapter 4: 1-D thread tile (TN outputs along a row of C), the A tile read
@@ -68,11 +68,12 @@ register(Kernel(key="tile1d_transposed", title="1-D tile, A stored transposed (+
 def bank_explorer():
     """ipywidgets controls (tile width, access direction, layout) redrawing
     :func:`bank_figure` for one state. Live only (returns None without a GPU,
-    like the book's other live controls; the Plotly controls of the static
-    figure cover the same states; None also in batch execution, see
+    like the book's other live controls, after a one-line note; the Plotly controls
+    of the static figure cover the same states; None also in batch execution, see
     :func:`helpers.figures.show.live_controls`)."""
     if not show.live_controls():
-        return None
+        return control_note("Buttons for the tile width and access direction and a slider for the layout redraw "
+                            "this figure (its own menu and slider cover the same states)")
     ctl = {"width": w.ToggleButtons(options=[16, 32], value=32, description="BK"),
            "direction": w.ToggleButtons(options=list(DIRECTIONS), value="column", description="access"),
            "layout": w.SelectionSlider(options=list(LAYOUTS), value="PAD=0", description="layout",

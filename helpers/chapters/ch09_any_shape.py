@@ -26,6 +26,8 @@ from helpers.runtime.anyshape import (DTYPES, FILE, H200_SMS, MIN_CC, STRATEGIES
 from helpers.runtime.catalog import Kernel, register
 from helpers.runtime.checks import multiple_of, require
 
+from .common import control_note, replacing
+
 
 def _rules(p, s, aligned: bool = True):
     M, N, K = s
@@ -468,32 +470,30 @@ def show_plans(shapes=((1, 1, 1), (35, 79, 19), (4093, 4093, 4093), (512, 512, 3
 
 
 def dispatcher_widget():
-    """Live only: M, N, K boxes and a strategy menu; each change checks, runs and times the
-    strategy against cuBLAS. Bad values are refused before anything reaches the GPU."""
+    """Live only: M, N, K boxes and a strategy menu; each press of "measure" checks, runs and
+    times the strategy against cuBLAS. Bad values are refused before anything reaches the GPU."""
     if not show.live_controls() or not live_here():
-        return None
+        return control_note("Boxes for M, N, K and a strategy menu run the dispatcher on any shape (sm_80 or newer)")
     box = {n: w.IntText(value=v, description=n, layout=w.Layout(width="160px"))
            for n, v in (("M", 4093), ("N", 4093), ("K", 4093))}
     dt = w.Dropdown(options=list(DTYPES), value="float16", description="dtype")
     st = w.Dropdown(options=list(STRATEGIES), value="auto", description="strategy")
     go_ = w.Button(description="measure")
     out = w.Output()
+    say = replacing(out)
 
     def on_click(_=None):
-        out.clear_output()
         with out:
             try:
                 shape = tuple(box[n].value for n in "MNK")
                 checks.require_all(checks.positive_int(n, v) for n, v in zip("MNK", shape))
                 checks.require(shape[0] * shape[1] * shape[2] <= 2 ** 40, "M*N*K", shape, "must be <= 2^40 here")
+                say(f"{st.value}, {dt.value}, {' x '.join(map(str, shape))}: compiling (first use) and measuring…")
                 r = measure([st.value], shape, dt.value, rounds=2, budget_ms=200)[0]
             except ValueError as e:
-                print(f"refused before launch: {e}")
-                return
-            if r.get("value") is None:
-                print(f"{st.value}: {r.get('note')}")
-            else:
-                print(f"{r['title']}: {r['value']:.1f} TFLOP/s = {r['ratio']:.3f} x cuBLAS (same run), "
-                      f"rel_err {r['rel_err']:.1e}\n  why: {r.get('note')}")
+                return say(f"refused before launch: {e}")
+            say(f"{st.value}: {r.get('note')}" if r.get("value") is None else
+                f"{r['title']}: {r['value']:.1f} TFLOP/s = {r['ratio']:.3f} x cuBLAS (same run), "
+                f"rel_err {r['rel_err']:.1e}\n  why: {r.get('note')}")
     go_.on_click(on_click)
     return w.VBox([w.HBox(list(box.values())), w.HBox([dt, st, go_]), out])

@@ -1,14 +1,19 @@
 """Chapter-level things shared by several chapters: the banner, the running
-table, the live slider, the roofline cell, and the rule helpers of the catalog
-entries of chapters 4-7 (every rule mirrors a ``static_assert`` of its kernel).
+table, the live controls (the slider, the note shown instead of one, the sweep's
+progress bar), the roofline cell, and the rule helpers of the catalog entries of
+chapters 4-7 (every rule mirrors a ``static_assert`` of its kernel).
 """
 from __future__ import annotations
 
 import ipywidgets as w
+from IPython.core.formatters import format_display_data
 from IPython.display import display
+from tqdm.auto import tqdm
 
-from helpers.figures import records, roofline as roofline_fig, show, staircase as staircase_fig, sweep as sweep_fig
+from helpers.figures import (fragments as fragments_fig, records, roofline as roofline_fig, show,
+                             staircase as staircase_fig, sweep as sweep_fig)
 from helpers.models import diagnosis
+from helpers.models.mma_sync import MMA_TEACHING
 from helpers.models.raster import cdiv
 from helpers.runtime import bench, catalog, gpu, launch, panels, results, roofline, sweep
 from helpers.runtime.checks import multiple_of
@@ -201,50 +206,142 @@ def show_records(recs: list, caption: str = "", bar_title: str | None = None) ->
         show.figure(records.bar(recs, bar_title))
 
 
-def live_slider(key: str, shape, choices: dict | None = None):
-    """ipywidgets controls for kernel ``key`` (live only; returns None without a GPU).
+# ------------------------------------------------------------------ numbers the prose quotes
+GLUE_PREFIX = "application/papermill.record/"     # what MyST-NB's glue reads (myst_nb.glue, display=False)
 
-    Each change validates the combination in Python first; an invalid one
-    shows the rule it breaks. A valid one is compiled (cached) and measured,
-    and the result line shows TFLOP/s or GB/s, the ratio to the same-run
-    reference, registers, shared memory, spills and theoretical occupancy.
-    """
-    if not show.live_controls():       # no GPU, or batch execution
-        return None
+
+def glue(values: dict) -> None:
+    """Glue each ``{name: value}`` for the notebook's Markdown: ``{glue:text}`name``` (or
+    ``{glue:text}`name:.2f```) in the prose shows the value this cell computed, so a quoted
+    default or measurement is taken from the code or the records and cannot go stale. Shows
+    nothing. The same outputs as ``myst_nb.glue(name, value, display=False)``, without
+    importing MyST-NB (a reader's Jupyter need not have it); the built book reads them from
+    the committed outputs, so the gluing cell must carry its outputs."""
+    for name, value in values.items():
+        bundle, meta = format_display_data(value)
+        display({GLUE_PREFIX + k: v for k, v in bundle.items()}, raw=True,
+                metadata={**meta, "scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX}})
+
+
+def default_values(key: str, prefix: str) -> dict:
+    """{``prefix_NAME``: value} for kernel ``key``'s defaults on the GPU the book decides for
+    (:meth:`helpers.runtime.catalog.Kernel.params`), plus ``prefix_threads`` (threads per block)
+    and, for a warp-tiled kernel (WM, WN), ``prefix_warps`` and ``prefix_acc_per_lane`` (the
+    WM x WN outputs of a warp over its 32 lanes): what the prose quotes, to glue."""
     spec = catalog.get(key)
+    p = spec.params()
+    out = {f"{prefix}_{n}": v for n, v in p.items()}
+    out[f"{prefix}_threads"] = spec.threads(p)
+    if "WM" in p and "WN" in p:
+        out[f"{prefix}_warps"] = (p["BM"] // p["WM"]) * (p["BN"] // p["WN"])
+        out[f"{prefix}_acc_per_lane"] = p["WM"] * p["WN"] // 32
+    return out
+
+
+def swizzle_values() -> dict:
+    """Chapter 7's swizzle paragraph, to glue: ``fig_BK``, the BK of its figure, its table and the
+    recorded Nsight Compute run (:data:`helpers.models.mma_sync.MMA_TEACHING`), and ``mma_BK``, the
+    default; for each, the bytes of a row of A (``fig_A_row_bytes``, ...) and the ways of the bank
+    conflict a plain row-major layout gives its ldmatrix phases (``fig_A_ways``, the bank model)."""
+    out = {}
+    for name, bk in (("fig", MMA_TEACHING["BK"]), ("mma", catalog.get("mma_sync_f16").params()["BK"])):
+        ways = next(r["phase 0"] for r in fragments_fig.ldmatrix_phase_table({"BK": bk})
+                    if r["layout"].startswith("plain") and r["operand"].startswith("A"))
+        out.update({f"{name}_BK": bk, f"{name}_A_row_bytes": 2 * bk, f"{name}_A_ways": ways})
+    return out
+
+
+# ------------------------------------------------------------------ live controls
+NEEDS_GPU = "needs a GPU: open this chapter in Colab or JupyterLab"
+
+
+def control_note(what: str) -> None:
+    """The one line shown where a live control would be when none is built: without a GPU
+    (recorded mode) and in batch execution, whose outputs are what the static book shows
+    (:func:`helpers.figures.show.live_controls`). ``what``: the control, in words."""
+    show.note(f"{what}. This control {NEEDS_GPU}.", title="Live control")
+
+
+def replacing(out):
+    """``say(text)``: replace what the ``ipywidgets.Output`` ``out`` shows with ``text``."""
+    def say(text: str) -> None:
+        out.clear_output(wait=True)
+        with out:
+            print(text)
+    return say
+
+
+def run_control(key: str, shape, p: dict, say) -> dict | None:
+    """One measurement of kernel ``key`` at the slider values ``p``, saying what it does before
+    each blocking step: "compiling…" (the catalog's rules first, then NVRTC, cached after the
+    first build), "measuring…" (checked against the float64 reference, timed against the
+    same-run reference), then the result line. ``say(text)`` replaces the control's output
+    (:func:`replacing`). A combination the rules refuse ends as one line, "refused before
+    launch: ...", before anything compiles or reaches the GPU. Returns the record, or None."""
+    spec = catalog.get(key)
+    label = f"{key} " + " ".join(f"{n}={v}" for n, v in p.items())
+    say(f"{label}: compiling… (cached after the first build)")
+    try:
+        L = launch.prepare(key, shape, **p)
+    except ValueError as e:
+        say(f"refused before launch: {e}")
+        return None
+    ref = "cuBLAS" if spec.op == "gemm" else "a device-to-device copy"
+    say(f"{label}: measuring… (checked against a float64 reference, timed against {ref} in the same run)")
+    measure = bench.gemm if spec.op == "gemm" else bench.transpose
+    r = measure([(key, p)], shape)[0]
+    res = L.resources()
+    say(f"{label}: {r['value']:.2f} {r['metric']} = {r['ratio']:.3f} x {r['reference']} "
+        f"(same run), rel_err {r['rel_err']:.1e}; {res['registers']} regs, "
+        f"{res['smem_static'] + res['smem_dynamic']} B smem, {res['local_bytes']} B local, "
+        f"occupancy {res['occupancy']:.0%} ({res['limited_by']})")
+    return r
+
+
+def live_slider(key: str, shape, choices: dict | None = None):
+    """ipywidgets controls for kernel ``key`` (live only; returns None without a GPU, after
+    the one-line :func:`control_note`).
+
+    A kernel with one parameter re-measures when its slider is released; one with two or
+    more gets a Run button, so that moving three sliders costs one compile, not three. Each
+    run (:func:`run_control`) validates the combination in Python first; an invalid one
+    shows the rule it breaks. A valid one is compiled (cached) and measured, and the result
+    line shows TFLOP/s or GB/s, the ratio to the same-run reference, registers, shared
+    memory, spills and theoretical occupancy. Runs once at the start, at the defaults.
+    """
+    spec = catalog.get(key)
+    choices = choices or spec.slider_choices
+    if not show.live_controls():       # no GPU, or batch execution (the static book's outputs)
+        control_note(f"Sliders for `{key}` ({', '.join(choices)}) recompile and re-measure it on your GPU")
+        return None
     if not spec.runs_on(gpu.capability()):    # no configuration of it runs on this GPU
         show.note(f"No live slider for `{key}`: it {launch.unable(spec)}. The sweep above shows the "
                   "recorded numbers.", title="Live slider")
         return None
-    choices = choices or spec.slider_choices
     start = spec.params()                     # the defaults on this GPU (a tuned one that fits: runtime.defaults)
     ctl = {n: w.SelectionSlider(options=list(v), value=start[n] if start[n] in v else spec.defaults[n], description=n,
                                 continuous_update=False) for n, v in choices.items()}
     out = w.Output()
+    say = replacing(out)
+    button = w.Button(description="Run", icon="play", tooltip="compile (if needed) and measure these values") \
+        if len(ctl) >= 2 else None
 
-    def on_change(_=None):
-        p = {n: c.value for n, c in ctl.items()}
-        out.clear_output()
-        with out:
-            try:
-                L = launch.prepare(key, shape, **p)
-            except ValueError as e:
-                print(f"refused before launch: {e}")
-                return
-            measure = bench.gemm if spec.op == "gemm" else bench.transpose
-            r = measure([(key, p)], shape)[0]
-            res = L.resources()
-            label = " ".join(f"{n}={p[n]}" for n in choices)
-            print(f"{label}: {r['value']:.2f} {r['metric']} = {r['ratio']:.3f} x {r['reference']} "
-                  f"(same run), rel_err {r['rel_err']:.1e}; {res['registers']} regs, "
-                  f"{res['smem_static'] + res['smem_dynamic']} B smem, {res['local_bytes']} B local, "
-                  f"occupancy {res['occupancy']:.0%} ({res['limited_by']})")
+    def run(_=None):
+        if button is not None:
+            button.button_style = ""
+        with out:                             # an error (a wrong result, a failed build) shows here
+            run_control(key, shape, {n: c.value for n, c in ctl.items()}, say)
+
+    def changed(_=None):                      # the result shown is no longer that of the sliders
+        button.button_style = "primary"
 
     for c in ctl.values():
-        c.observe(on_change, names="value")
-    box = w.VBox([*ctl.values(), out])
+        c.observe(run if button is None else changed, names="value")
+    if button is not None:
+        button.on_click(run)
+    box = w.VBox([*ctl.values(), *([button] if button else []), out])
     display(box)
-    on_change()
+    run()
     return box
 
 
@@ -260,6 +357,13 @@ def artifact_note(name: str, what: str, script: str) -> tuple[dict | None, str]:
     return doc, where
 
 
+def sweep_progress(key: str):
+    """A ``tqdm.auto`` progress bar for a live sweep of ``key`` (a widget in Jupyter, text
+    elsewhere), one step per configuration, gone when the sweep is done: the ``progress``
+    of :func:`helpers.runtime.sweep.run`."""
+    return lambda items: tqdm(items, desc=f"{key}: compiling and measuring the sweep", unit="config", leave=False)
+
+
 def show_sweep(key: str, shape, names=None, title: str = "", labels: str = "plain", only_names: bool = False,
                live: bool = True) -> list:
     """Measure (or read) kernel ``key`` over its recorded sweep, draw it, and
@@ -270,7 +374,7 @@ def show_sweep(key: str, shape, names=None, title: str = "", labels: str = "plai
     configuration, which is printed) or "full" (all of ``names``, room for long
     labels). Returns the records."""
     points = sweep.sweep_points(key, names) if only_names else None
-    recs = sweep.run(key, shape, points=points)
+    recs = sweep.run(key, shape, points=points, progress=sweep_progress(key) if show.live_controls() else None)
     if labels == "plain":
         fig = sweep_fig.figure(recs, names, title=title)
     elif labels == "changes":

@@ -6,17 +6,21 @@
   some parameters).
 
 The figure is :func:`helpers.figures.sweep.figure`; the live ipywidgets
-slider is :func:`helpers.chapters.common.live_slider`.
+slider is :func:`helpers.chapters.common.live_slider`. This module displays
+nothing: a progress bar is the caller's (``progress``, a ``tqdm`` in a live
+notebook: :func:`helpers.chapters.common.show_sweep`).
 """
 from __future__ import annotations
 
 from . import bench, catalog, launch
 
 
-def run(key: str, shape, points=None) -> list:
+def run(key: str, shape, points=None, progress=None) -> list:
     """Measure (or read) kernel ``key`` at every configuration of its sweep.
 
     ``points``: list of partial parameter dicts; default the catalog's sweep.
+    ``progress``: None, or a function that wraps the list of (key, params) items
+    and yields them, e.g. ``tqdm.auto.tqdm`` (one step per configuration).
     Live records also carry ``resources`` (registers, shared memory, spills,
     occupancy of the compiled kernel)."""
     spec = catalog.get(key)
@@ -24,7 +28,7 @@ def run(key: str, shape, points=None) -> list:
     items = [(key, {**spec.defaults, **pt}) for pt in pts]
     measure = bench.gemm if spec.op == "gemm" else bench.transpose
     recs = []
-    for it in items:       # one config at a time: a failure names its config
+    for it in (items if progress is None else progress(items)):   # one config at a time: a failure names it
         r = measure([it], shape)[0]
         if r.get("source") == "live":
             r["resources"] = launch.prepare(key, shape, **it[1]).resources()
