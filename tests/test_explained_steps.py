@@ -110,3 +110,18 @@ def test_ladder_recorded_mode_reuses_the_sweep_records(monkeypatch):
         if b["step"] is not None:
             assert b["step"] == pytest.approx(b["ratio"] - next(r for r in rows if r["rung"] == b["over"])["ratio"],
                                               abs=1e-4)
+
+
+def test_recorded_ladder_matches_the_rungs_and_has_provenance():
+    from helpers.runtime import results
+    doc = results.artifact(ch7.LADDER_ARTIFACT)
+    if doc is None:
+        pytest.skip(f"results/{results.DEFAULT_SLUG}-{ch7.LADDER_ARTIFACT}.json is not recorded yet "
+                    "(python scripts/record_ladder.py on a GPU)")
+    assert set(results.load()["provenance"]) <= set(doc["provenance"])
+    assert list(doc["shape"]) == list(SHAPE)
+    for dtype, recs in doc["runs"].items():
+        assert [(r["kernel"], r["params"]) for r in recs] == \
+            [(r["key"], r["params"]) for r in ch7.ladder_rungs(dtype)], f"{dtype}: recorded rungs are stale"
+        for r in recs:
+            assert r["ratio"] == pytest.approx(r["value"] / r["reference_value"], rel=2e-3)
