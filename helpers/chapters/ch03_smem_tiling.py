@@ -55,8 +55,8 @@ def show_counters(shape=(4096, 4096, 4096)) -> list:
     and one sentence of what it shows, every number read from the rows. Returns the rows."""
     rows, where = counter_rows(shape)
     prof_fig.show_counter_comparison(
-        rows, "vec4 (heaven 2)", "smem_tiled (heaven 3)",
-        f"{where[0].upper() + where[1:]}: one launch each, "
+        rows, "vec4", "smem_tiled",
+        f"Heaven 2 (vec4) against heaven 3 (smem_tiled), {where}: one launch each, "
         f"M = N = K = {shape[0]}, default parameters. Counts are per FFMA warp instruction (M N K / 32 of them); "
         "'estimate' rows turn a % of peak into a count with a peak of one per SM per cycle "
         "(helpers.models.counters). Stalls: cycles per issued instruction. Not profiled live here.")

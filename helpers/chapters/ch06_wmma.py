@@ -183,8 +183,9 @@ def show_counters(shape=(4096, 4096, 4096)) -> list:
     and what it shows in two sentences, every number read from the rows. Returns the rows."""
     rows, where = counter_rows(shape)
     prof_fig.show_counter_comparison(
-        rows, "wmma_f16 (heaven 6)", "mma_sync_f16 (heaven 7)",
-        f"{where[0].upper() + where[1:]}: one launch each, M = N = K = {shape[0]}, each kernel at its default "
+        rows, "WMMA", "mma.sync",
+        f"Heaven 6 (wmma_f16) against heaven 7 (mma_sync_f16), {where}: one launch each, M = N = K = {shape[0]}, "
+        "each kernel at its default "
         "parameters (WMMA 128 x 128 x 32 blocks of 4 warps, 3 stages; mma.sync 128 x 256 x 64 blocks of 8 warps, "
         "4 stages). Counts are per HMMA instruction (the same number in both); 'estimate' and 'WMMA = 1' rows: "
         "see helpers.models.counters. Stalls: cycles per issued instruction. Not profiled live here.")

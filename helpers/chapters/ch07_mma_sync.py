@@ -261,11 +261,12 @@ def show_ladder(dtype: str = "float16", shape=(4096, 4096, 4096)) -> list:
     rows = ladder_rows(recs)
     show.figure(probes_fig.ladder_figure(rows, f"From WMMA to mma.sync, one change per rung ({dtype}, "
                                                f"{shape[0]}^3)<br><sup>{short}</sup>"))
-    cols = ["rung", "change", "what", "TFLOP/s", ("ratio", "ratio to cuBLAS"), ("step", "step (ratio gained)"),
+    cols = ["rung", "change", "TFLOP/s", ("ratio", "ratio to cuBLAS"), ("step", "step (ratio gained)"),
             ("over", "over rung")]
     if any(r["when"] for r in rows) and len({r["when"] for r in rows if r["when"]}) > 1:
         cols.append(("when", "recorded"))
-    show.table(rows, cols, f"Each rung changes one thing from the rung above; {dtype}, M = N = K = {shape[0]}; {where}.")
+    show.table(rows, cols, f"Each rung changes one thing from the rung above (hover a bar for what); {dtype}, "
+                           f"M = N = K = {shape[0]}; {where}.")
     have = [r for r in rows if r["ratio"] is not None]
     if len(have) == len(rows):
         total = rows[-1]["ratio"] - rows[0]["ratio"]

@@ -37,16 +37,18 @@ def ladder_figure(rows: list, title: str):
             return "not recorded"
         if r["step"] is None:
             return f"{r['ratio']:.3f}"
-        return f"{r['ratio']:.3f} ({r['step']:+.3f}" + ("" if r["over"] == prev else f" over {r['over']}") + ")"
+        return f"{r['ratio']:.3f}<br>{r['step']:+.3f}" + ("" if r["over"] == prev else f" vs {r['over']}")
     text = [label(r, i - 1) for i, r in enumerate(rows)]
     fig = go.Figure(go.Bar(
-        x=x, y=y, text=text, textposition="outside", name="ratio to cuBLAS",
+        x=x, y=y, text=text, textposition="outside", textfont=dict(size=11), cliponaxis=False,
+        name="ratio to cuBLAS",
         marker_color=[style.BAR if ok else style.NOT_RECORDED for ok in have], showlegend=False,
         customdata=[[r["what"], r["TFLOP/s"] if r["TFLOP/s"] is not None else float("nan")] for r in rows],
-        hovertemplate="%{x}<br>%{customdata[0]}<br>%{customdata[1]:.0f} TFLOP/s<br>%{text}<extra></extra>"))
+        hovertemplate="%{x}<br>%{customdata[0]}<br>%{customdata[1]:.0f} TFLOP/s<br>ratio (step): %{text}"
+                      "<extra></extra>"))
     if have[-1]:
-        fig.add_trace(go.Scatter(x=[x[-1]], y=[rows[-1]["ratio"] + top * 0.14], mode="markers",
+        fig.add_trace(go.Scatter(x=[x[-1]], y=[rows[-1]["ratio"] + top * 0.24], mode="markers",
                                  marker=style.DEFAULT_MARKER, name=style.DEFAULT_NAME, hoverinfo="skip"))
-    fig.update_layout(title=title, yaxis=dict(title="ratio to cuBLAS", range=[0, top * 1.25]),
+    fig.update_layout(title=title, yaxis=dict(title="ratio to cuBLAS", range=[0, top * 1.35]),
                       height=400, margin=dict(t=70, b=60, l=60, r=20))
     return fig
