@@ -39,8 +39,9 @@ EXCUSES = {
     6: "WMMA's limiter is L2 traffic (L2 throughput above the busy line with the Tensor pipe under "
        "it): too little reuse per fetch. Chapter 7's subject is the instruction path (ldmatrix, the "
        "swizzle, a deeper pipeline), but its default block tile is also twice as wide (128 x 256 "
-       "instead of 128 x 128), which halves the L2 traffic per FLOP: the diagnosis names what that "
-       "larger tile does, not what the chapter is about.",
+       "instead of 128 x 128), which cuts the operand bytes per FLOP to three quarters (they scale "
+       "as 1/BM + 1/BN): the diagnosis names what that wider tile does, not what the chapter is "
+       "about. Chapter 7's ladder times the wider tile as a step of its own.",
 }
 # Bank models the autotuner multiplies in (helpers.runtime.tune.rank's shared_eff), per kernel.
 TUNE_SHARED_EFF = {"mma_sync_f16": tuning.ldmatrix_efficiency, "mma_sync_bf16": tuning.ldmatrix_efficiency}
