@@ -120,7 +120,7 @@ def _doc() -> dict:
                                              {"kernel": "sync_in_branch_pitfall", "timed_out": True, "rc": None,
                                               "wall_s": 120.0, "ok": None, "rel_err": None, "nans": None, "message": ""}],
                                "synccheck": [san("synccheck", "guard_fixed", False),
-                                             san("synccheck", "sync_in_branch_pitfall", True)]},
+                                             san("synccheck", "sync_in_branch_pitfall", False)]},
             "transpose": {"rows": [{"kernel": "transpose_swapped", "shape": [1000, 600], "wrong": 0, "nans": 0, "total": 600000},
                                    {"kernel": "transpose_unswapped_pitfall", "shape": [1000, 600], "wrong": 500000,
                                     "nans": 300000, "total": 600000}]},

@@ -47,7 +47,8 @@ register(Kernel(key="sync_in_branch_pitfall", title="pitfall: __syncthreads() in
                 entry="guard_gemm_broken",
                 pitfall="the k loop and its barriers sit inside `if (row < M && col < N)`: in a block that "
                         "overhangs C some threads skip the barriers (undefined: may hang) and never load their "
-                        "share of the tiles (wrong results at the edges; synccheck reports the divergence). "
+                        "share of the tiles (wrong results at the edges; on the H200 synccheck reported nothing, "
+                        "the reference check caught it). "
                         "Run it only in a subprocess with a time limit.", **_G))
 register(Kernel(key="transpose_swapped", title="transpose, block coordinates swapped", entry="transpose_swapped",
                 **_T))
