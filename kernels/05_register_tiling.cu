@@ -97,7 +97,16 @@
 // validity test (R1_OK ... CA_OK). The build of an entry defines ENTRY_<name>
 // (helpers.runtime.compile does), and then that entry's test is a static_assert:
 // an invalid configuration is a compile error. The other entries of the same
-// build keep an empty body when their test fails; they are never launched from it.
+// build keep an empty body: they are never launched from it, and ptxas compiles
+// one kernel instead of six (the entry's own code is the same either way). A
+// build that names no entry (nvcc by hand, no -DENTRY_...) compiles all six,
+// each one whose test passes.
+#if defined(ENTRY_sgemm_reg1d) || defined(ENTRY_sgemm_reg2d) || defined(ENTRY_sgemm_vec4) \
+    || defined(ENTRY_sgemm_warptile) || defined(ENTRY_sgemm_warptile_db) || defined(ENTRY_sgemm_cp_async)
+#define ONE_ENTRY 1
+#else
+#define ONE_ENTRY 0
+#endif
 #define STATIC_SMEM_MAX (48 * 1024)
 #define R1_OK (4 * BK * (BM + BN) <= STATIC_SMEM_MAX && BM % TM == 0 && R1_THREADS >= 32 && R1_THREADS <= 1024 && R1_THREADS % 32 == 0 \
                && R1_THREADS % BK == 0 && R1_THREADS % BN == 0                           \
@@ -110,7 +119,7 @@ sgemm_reg1d(const float* __restrict__ A, const float* __restrict__ B,
 #ifdef ENTRY_sgemm_reg1d
     static_assert(R1_OK, "sgemm_reg1d: invalid parameters (its R1_OK test; rules in helpers/chapters/ch05_register_tiling.py)");
 #endif
-#if R1_OK
+#if R1_OK && (!ONE_ENTRY || defined(ENTRY_sgemm_reg1d))
     __shared__ float As[BM * BK];           // row-major As[m][k]
     __shared__ float Bs[BK * BN];           // Bs[k][n]
 
@@ -182,7 +191,7 @@ sgemm_reg2d(const float* __restrict__ A, const float* __restrict__ B,
 #ifdef ENTRY_sgemm_reg2d
     static_assert(R2_OK, "sgemm_reg2d: invalid parameters (its R2_OK test; rules in helpers/chapters/ch05_register_tiling.py)");
 #endif
-#if R2_OK
+#if R2_OK && (!ONE_ENTRY || defined(ENTRY_sgemm_reg2d))
     __shared__ __align__(16) float As[BK * A_LD];     // transposed: As[k][m]
     __shared__ __align__(16) float Bs[BK * BN];
 
@@ -271,7 +280,7 @@ sgemm_vec4(const float* __restrict__ A, const float* __restrict__ B,
 #ifdef ENTRY_sgemm_vec4
     static_assert(V4_OK, "sgemm_vec4: invalid parameters (its V4_OK test; rules in helpers/chapters/ch05_register_tiling.py)");
 #endif
-#if V4_OK
+#if V4_OK && (!ONE_ENTRY || defined(ENTRY_sgemm_vec4))
     __shared__ __align__(16) float As[BK * A_LD];
     __shared__ __align__(16) float Bs[BK * BN];
 
@@ -412,7 +421,7 @@ sgemm_warptile(const float* __restrict__ A, const float* __restrict__ B,
 #ifdef ENTRY_sgemm_warptile
     static_assert(WT_OK, "sgemm_warptile: invalid parameters (its WT_OK test; rules in helpers/chapters/ch05_register_tiling.py)");
 #endif
-#if WT_OK
+#if WT_OK && (!ONE_ENTRY || defined(ENTRY_sgemm_warptile))
     __shared__ __align__(16) float As[BK * A_LD];
     __shared__ __align__(16) float Bs[BK * BN];
     WARPTILE_SETUP
@@ -450,7 +459,7 @@ sgemm_warptile_db(const float* __restrict__ A, const float* __restrict__ B,
 #ifdef ENTRY_sgemm_warptile_db
     static_assert(WT_DB_OK, "sgemm_warptile_db: invalid parameters (its WT_DB_OK test; rules in helpers/chapters/ch05_register_tiling.py)");
 #endif
-#if WT_DB_OK
+#if WT_DB_OK && (!ONE_ENTRY || defined(ENTRY_sgemm_warptile_db))
     __shared__ __align__(16) float As[2][BK * A_LD];
     __shared__ __align__(16) float Bs[2][BK * BN];
     WARPTILE_SETUP
@@ -527,7 +536,7 @@ sgemm_cp_async(const float* __restrict__ A, const float* __restrict__ B,
 // cp.async exists from sm_80 on. Built for an older GPU (a T4 is sm_75) this kernel is
 // empty, so steps 1-5 of this file still compile there; the catalog (min_cc = 8.0)
 // refuses to launch it on such a GPU.
-#if CA_OK && __CUDA_ARCH__ >= 800
+#if CA_OK && __CUDA_ARCH__ >= 800 && (!ONE_ENTRY || defined(ENTRY_sgemm_cp_async))
     extern __shared__ __align__(16) float smem[];
     float* As = smem;                                  // [STAGES][BK][A_LD]
     float* Bs = smem + STAGES * STAGE_A;               // [STAGES][BK][BN]
