@@ -11,17 +11,19 @@ checks that they do. A configuration that needs more shared memory per block tha
 architecture allows is skipped there (the catalog refuses it on such a GPU:
 ``helpers.runtime.launch.unable``); so is an architecture below a kernel's ``min_cc`` (a
 GPU of that architecture shows the recorded numbers: tests/test_every_gpu.py). With CUDA
-13.0's nvcc the tests read 897 builds made by 735 nvcc runs, about 950 s of CPU time
-(1,040 s before builds were shared across entries), about half of that in wall time on
-two free cores.
+13.0's nvcc the tests read about 980 builds made by 799 nvcc runs, about 845 s of CPU time
+(1,014 s for 789 runs while a chapter-5 build compiled all six entries; 1,040 s before
+builds were shared across entries), about half of that in wall time on two free cores.
 
-The nvcc runs are independent. Run as plain ``pytest``, a module fixture starts the
-builds of the tests selected in this module (``-k`` included) all at once on every
-core, each distinct build once (the entries of a file that does not read ``ENTRY_``
-share a build: ``helpers.runtime.compile.nvcc_defines``; ``nvcc_check`` caches each
-result), and each test then reads its own. Under pytest-xdist (``pytest -n auto
-tests/test_compile.py``) the workers share the tests out instead and each compiles
-what its tests need, once.
+The nvcc runs are independent. Run as plain ``pytest``, the builds of the tests selected
+in this module (``-k`` included), each distinct build once (the entries of a file that
+does not read ``ENTRY_`` share a build: ``helpers.runtime.compile.nvcc_defines``; a build
+of kernels/05_register_tiling.cu compiles only the entry its ``ENTRY_`` names), start in
+the background at the lowest CPU priority as soon as collection ends, and this module runs
+last (tests/conftest.py, ``nvcc_build``); its module fixture then stops the background
+process and builds what is left on every core, and each test reads its own build from
+``nvcc_check``'s cache. Under pytest-xdist (``pytest -n auto tests/test_compile.py``) the
+workers share the tests out instead and each compiles what its tests need, once.
 """
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -80,10 +82,11 @@ def _owner_arch(spec) -> str:
     return "sm_90a" if spec.arch_specific else "sm_90"
 
 
-def _job(item):
-    """(file, entry, defines, arch) of the nvcc build a test of this module reads, or None."""
+def nvcc_build(item):
+    """(file, entry, defines, arch) of the nvcc build a test of this module reads, or None
+    (tests/conftest.py starts these builds in the background)."""
     cs = getattr(item, "callspec", None)
-    if cs is None:
+    if cs is None or NVCC is None:
         return None
     spec = catalog.get(cs.params["key"])
     if item.originalname == "test_nvcc_compiles_without_spills":
@@ -95,15 +98,16 @@ def _job(item):
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _compile_selected_in_parallel(request):
+def _compile_selected_in_parallel(request, nvcc_background_builds):
     """Fill nvcc_check's cache with the builds of this module's selected tests, each
-    distinct build once, all cores busy. Not under pytest-xdist, where every worker
-    would compile every build: there each test compiles its own."""
+    distinct build once, all cores busy: those the background process made are read
+    from the session's cache, the others are made now. Not under pytest-xdist, where
+    every worker would compile every build: there each test compiles its own."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return
     jobs = {}
     for item in request.session.items:
-        job = _job(item) if getattr(item, "module", None) is request.module else None   # nbval cells have no module
+        job = nvcc_build(item) if getattr(item, "module", None) is request.module else None   # nbval cells have no module
         if job:
             file, entry, defines, arch = job
             jobs.setdefault((file, kc.nvcc_defines(file, entry, defines), arch), job)
