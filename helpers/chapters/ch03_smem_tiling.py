@@ -8,8 +8,9 @@ from __future__ import annotations
 from helpers.figures import profiling as prof_fig
 from helpers.models import counters, tiles
 from helpers.models.raster import cdiv
-from helpers.runtime import panels, results
 from helpers.runtime.catalog import Kernel, register
+
+from . import common
 
 
 # chapter 3: one output per thread, TILE x TILE tiles staged in shared memory
@@ -44,10 +45,7 @@ COUNTERS = (
 def counter_rows(shape=(4096, 4096, 4096)) -> tuple[list, str]:
     """(rows, where): vec4 (heaven 2) against smem_tiled (heaven 3) per FFMA, from the
     recorded panels (:func:`helpers.runtime.panels.recorded`); KeyError when not recorded."""
-    runs, doc, _ = panels.recorded()
-    a, b = prof_fig.find_run(runs, "vec4", shape), prof_fig.find_run(runs, "smem_tiled", shape)
-    where = prof_fig.ncu_label(doc, f"results/{results.DEFAULT_SLUG}-{panels.ARTIFACT}.json")
-    return prof_fig.counter_comparison(a, b, "ffma", COUNTERS), where
+    return common.recorded_counter_rows("vec4", "smem_tiled", "ffma", COUNTERS, shape)
 
 
 def show_counters(shape=(4096, 4096, 4096)) -> list:

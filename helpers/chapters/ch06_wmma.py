@@ -13,9 +13,10 @@ import numpy as np
 from helpers.figures import profiling as prof_fig, show
 from helpers.models import counters, mma_sync
 from helpers.models.pipeline import emulate_wmma, round_to
-from helpers.runtime import catalog, gpu, launch, panels, precision, results, verify
+from helpers.runtime import catalog, gpu, launch, precision, results, verify
 from helpers.runtime.catalog import Kernel, frozen_sweep, register
 
+from . import common
 from .common import TC_BLOCK, TC_GRID, tc_rules
 
 
@@ -172,10 +173,7 @@ COUNTERS = (
 def counter_rows(shape=(4096, 4096, 4096)) -> tuple[list, str]:
     """(rows, where): wmma_f16 (heaven 6) against mma_sync_f16 (heaven 7) per HMMA, from the
     recorded panels (:func:`helpers.runtime.panels.recorded`); KeyError when not recorded."""
-    runs, doc, _ = panels.recorded()
-    a, b = prof_fig.find_run(runs, "wmma_f16", shape), prof_fig.find_run(runs, "mma_sync_f16", shape)
-    where = prof_fig.ncu_label(doc, f"results/{results.DEFAULT_SLUG}-{panels.ARTIFACT}.json")
-    return prof_fig.counter_comparison(a, b, "hmma", COUNTERS), where
+    return common.recorded_counter_rows("wmma_f16", "mma_sync_f16", "hmma", COUNTERS, shape)
 
 
 def show_counters(shape=(4096, 4096, 4096)) -> list:

@@ -275,5 +275,5 @@ def show_ladder(dtype: str = "float16", shape=(4096, 4096, 4096)) -> list:
     else:
         print(f"{len(rows) - len(have)} of {len(rows)} rungs have no record yet (rungs "
               + ", ".join(str(r["rung"]) for r in rows if r["ratio"] is None) + "): run this notebook on a GPU, "
-              f"or python scripts/record_ladder.py there.")
+              "or python scripts/record_ladder.py there.")
     return rows

@@ -10,8 +10,8 @@ from IPython.core.formatters import format_display_data
 from IPython.display import display
 from tqdm.auto import tqdm
 
-from helpers.figures import (fragments as fragments_fig, records, roofline as roofline_fig, show,
-                             staircase as staircase_fig, sweep as sweep_fig)
+from helpers.figures import (fragments as fragments_fig, profiling as prof_fig, records, roofline as roofline_fig,
+                             show, staircase as staircase_fig, sweep as sweep_fig)
 from helpers.models import diagnosis
 from helpers.models.mma_sync import MMA_TEACHING
 from helpers.models.raster import cdiv
@@ -424,3 +424,14 @@ def show_staircase(interactive: bool = False) -> list:
     show.table(rows, ["heaven", "limited before by", "this step", "ratio to cuBLAS"],
                f"Ratios at 4096^3 against cuBLAS of the kernel's dtype (heaven 8 adds no kernel); {bench.where(recs)}.")
     return recs
+
+
+def recorded_counter_rows(key_a: str, key_b: str, kind: str, fields, shape=(4096, 4096, 4096)) -> tuple[list, str]:
+    """(rows, where): the recorded Nsight Compute panels (:func:`helpers.runtime.panels.recorded`)
+    of catalog kernels ``key_a`` and ``key_b`` at ``shape``, compared per FFMA or per HMMA
+    (``kind``) on ``fields`` (:func:`helpers.models.counters.compare`); ``where`` says which GPU
+    recorded them, when, in which file. Raises KeyError when either panel is not recorded."""
+    runs, doc, _ = panels.recorded()
+    a, b = prof_fig.find_run(runs, key_a, shape), prof_fig.find_run(runs, key_b, shape)
+    where = prof_fig.ncu_label(doc, f"results/{results.DEFAULT_SLUG}-{panels.ARTIFACT}.json")
+    return prof_fig.counter_comparison(a, b, kind, fields), where
