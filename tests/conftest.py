@@ -13,7 +13,8 @@ at the lowest CPU priority (tests/_nvcc_prebuild.py: ``nice 19``, one build per 
 into the session's cache), and the tests of such modules run last. nvcc is CPU-bound and
 CI has two cores, while much of the session keeps only one busy (book builds, nbval's
 notebook kernels, cpp checks): the builds take that idle core instead of a phase of
-their own, and yield it to every other test. When the first such test starts, the
+their own, and mostly yield it to every other test (measured: the Chromium pass over the
+book 111 s alone, 137 s beside the background builds). When the first such test starts, the
 fixture ``nvcc_background_builds`` stops the background process; what it had not built
 yet is built then, at normal priority, by the module itself.
 """
