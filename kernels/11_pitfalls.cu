@@ -5,9 +5,10 @@
 //
 //   pitfall                           broken entry              fixed entry           the check that catches it
 //   a double buffer without the       dbuf_gemm_broken          dbuf_gemm_fixed       compute-sanitizer racecheck;
-//     barrier that guards it                                                          often the float64 reference
-//   __syncthreads() inside the        guard_gemm_broken         guard_gemm_fixed      compute-sanitizer synccheck;
-//     bounds check                                                                    the float64 reference
+//     barrier that guards it                                                          the float64 reference (when
+//                                                                                     the warps drift apart)
+//   __syncthreads() inside the        guard_gemm_broken         guard_gemm_fixed      the float64 reference (synccheck
+//     bounds check                                                                    found nothing on an H200)
 //   a transpose that forgets to       transpose_unswapped       transpose_swapped     the exact reference (NaN-poisoned
 //     swap its block coordinates                                                      output, out == in.T)
 //

@@ -114,7 +114,7 @@ def _san_rows(rows: list) -> list:
         else:
             n = r["hazards"] if r["tool"] == "racecheck" and r["hazards"] is not None else r["errors"]
             verdict = f"{'CAUGHT' if r['caught'] else 'clean'}: {n} {'hazards' if r['tool'] == 'racecheck' else 'errors'}"
-        out.append({"kernel": r["kernel"], "check": f"compute-sanitizer --tool {r['tool']}",
+        out.append({"kernel": r["kernel"], "check": f"`compute-sanitizer --tool {r['tool']}`",
                     "shape": " x ".join(map(str, r["shape"])), "verdict": verdict,
                     "first report": (r.get("reports") or ["-"])[0][:240]})
     return out
