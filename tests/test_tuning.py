@@ -180,9 +180,11 @@ def test_accuracy_gives_a_row_per_confirmation_run():
     full = json.loads((results.RESULTS_DIR / "h200-tuning-exhaustive.json").read_text())
     tuned = json.loads((results.RESULTS_DIR / "h200-tuning.json").read_text())
     rows = tune.accuracy(tuned, full)
-    assert [r["compared in"].split(" (")[0] for r in rows] == ["confirmation run", "second confirmation run"]
+    assert [r["compared in"].split(":")[0] for r in rows] == ["run 1", "run 2"]
     for r, src in zip(rows, (full["runs"][0]["confirmed"], full["runs"][0]["reconfirmed"])):
         assert r["best TFLOP/s"] == max(src, key=tune.speed)["value"]
+        assert abs(r["pick / best"] - r["tuner's pick (of cuBLAS)"] / r["best (of cuBLAS)"]) < 1e-3
         assert 0 < r["pick / best"] <= 1 and r["rank of the pick"] >= 1
+        assert f"run {rows.index(r) + 1}: {len(src)} configurations" in r["compared in"]
     del full["runs"][0]["reconfirmed"]
     assert len(tune.accuracy(tuned, full)) == 1

@@ -317,8 +317,12 @@ def show_accuracy(slug: str = results.DEFAULT_SLUG) -> list:
         show.note(f"The exhaustive search is {where}.", title="No exhaustive run")
         return []
     rows = tune.accuracy(tuned, full)
-    show.table(rows, [c for c in rows[0] if c != "best params"] if rows else [],
-               f"The tuner's pick against every valid configuration; {where}.")
+    if rows:
+        r0 = rows[0]
+        show.table(rows, ["compared in", "best (of cuBLAS)", "tuner's pick (of cuBLAS)", "pick / best", "rank of the pick"],
+                   f"The tuner's pick against every valid configuration of {r0['kernel']} ({r0['valid configurations']} "
+                   f"valid; the tuner timed {r0['tuner timed']}, a share of {r0['share timed']}). Best, pick and rank go "
+                   f"by the ratio to cuBLAS, each configuration against its own cuBLAS timing in the same run; {where}.")
     name = {r["kernel"]: f"{r['kernel']} (all {r['space'] - r['refused']}, one round each)" for r in full["runs"]}
     runs = [{**r, "kernel": name[r["kernel"]], "timed": [{**t, "stage": "the exhaustive pass"} for t in r["timed"]]}
             for r in full["runs"]]
