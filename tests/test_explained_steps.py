@@ -16,7 +16,7 @@ import pytest
 import helpers  # noqa: F401  (fills the catalog)
 from helpers.chapters import ch03_smem_tiling as ch3, ch06_wmma as ch6, ch07_mma_sync as ch7
 from helpers.models import counters, diagnosis
-from helpers.runtime import catalog, panels
+from helpers.runtime import catalog, panels, results
 
 SHAPE = (4096, 4096, 4096)
 
@@ -125,3 +125,11 @@ def test_recorded_ladder_matches_the_rungs_and_has_provenance():
             [(r["key"], r["params"]) for r in ch7.ladder_rungs(dtype)], f"{dtype}: recorded rungs are stale"
         for r in recs:
             assert r["ratio"] == pytest.approx(r["value"] / r["reference_value"], rel=2e-3)
+
+
+def test_chapter_3_caption_names_the_recorded_parameters():
+    """The caption's "smem_tiled TILE = 32, vec4 32 x 8 threads" is what the panels were recorded at."""
+    import json
+    doc = json.loads((results.RESULTS_DIR / "h200-ncu-panels.json").read_text())
+    params = {r["key"]: r["params"] for r in doc["runs"]}
+    assert params["smem_tiled"] == {"TILE": 32} and params["vec4"] == {"BLOCK_X": 32, "BLOCK_Y": 8}

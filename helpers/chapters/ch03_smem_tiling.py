@@ -55,9 +55,11 @@ def show_counters(shape=(4096, 4096, 4096)) -> list:
     prof_fig.show_counter_comparison(
         rows, "vec4", "smem_tiled",
         f"Heaven 2 (vec4) against heaven 3 (smem_tiled), {where}: one launch each, "
-        f"M = N = K = {shape[0]}, default parameters. Counts are per FFMA warp instruction (M N K / 32 of them); "
+        f"M = N = K = {shape[0]}, default parameters (vec4 32 x 8 threads, smem_tiled TILE = 32). Counts are per FFMA "
+        "warp instruction (M N K / 32 of them); "
         "'estimate' rows turn a % of peak into a count with a peak of one per SM per cycle "
-        "(helpers.models.counters). Stalls: cycles per issued instruction. Not profiled live here.")
+        "(helpers.models.counters). Stalls: cycles per issued instruction. Not profiled live here; chapter 8 "
+        "profiles again when it runs on a GPU, so its panel may differ in the last digits.")
     r = counters.by_field(rows)
     print(f"For the same FMAs, smem_tiled issues {r['lsu_per_op']['b / a']:.1f}x the LSU instructions of vec4 "
           f"({r['lsu_per_op']['b']:.2f} vs {r['lsu_per_op']['a']:.2f} per FFMA) and sends "
