@@ -127,9 +127,14 @@ def test_recorded_ladder_matches_the_rungs_and_has_provenance():
             assert r["ratio"] == pytest.approx(r["value"] / r["reference_value"], rel=2e-3)
 
 
-def test_chapter_3_caption_names_the_recorded_parameters():
-    """The caption's "smem_tiled TILE = 32, vec4 32 x 8 threads" is what the panels were recorded at."""
+def test_counter_captions_name_the_recorded_parameters():
+    """Chapters 3 and 6 name in their captions the parameters the panels were recorded at."""
     import json
     doc = json.loads((results.RESULTS_DIR / "h200-ncu-panels.json").read_text())
     params = {r["key"]: r["params"] for r in doc["runs"]}
     assert params["smem_tiled"] == {"TILE": 32} and params["vec4"] == {"BLOCK_X": 32, "BLOCK_Y": 8}
+    # chapter 6's caption: "WMMA 128 x 128 x 32 blocks of 4 warps, 3 stages; mma.sync 128 x 256 x 64
+    # blocks of 8 warps, 4 stages"
+    w, m = params["wmma_f16"], params["mma_sync_f16"]
+    assert (w["BM"], w["BN"], w["BK"], w["STAGES"], (w["BM"] // w["WM"]) * (w["BN"] // w["WN"])) == (128, 128, 32, 3, 4)
+    assert (m["BM"], m["BN"], m["BK"], m["STAGES"], (m["BM"] // m["WM"]) * (m["BN"] // m["WN"])) == (128, 256, 64, 4, 8)

@@ -93,6 +93,21 @@ def _sanitizer_fallback(rows: list, name: str, tool: str) -> list:
     return [{**r, "reports": [f"[{where}] " + ((r.get("reports") or [""])[0])]} for r in rec[tool]]
 
 
+def _live_or_recorded(keys, run, name: str, what: str, sanitizer: str | None = None):
+    """(d, where): ``run()`` live when this GPU can run every catalog key of ``keys``, else the
+    record ``name`` of the appendix's results file. With ``sanitizer`` ("racecheck" or
+    "synccheck"), live rows of that tool fall back to the recorded ones where
+    compute-sanitizer is missing (:func:`_sanitizer_fallback`). When there is no record, a
+    labelled note stands in for the tables (:func:`_not_recorded`) and ``d`` is None."""
+    live = can_run(*keys)
+    d, where = (run(), results.where(True)) if live else recorded(name)
+    if d is not None and live and sanitizer:
+        d[sanitizer] = _sanitizer_fallback(d[sanitizer], name, sanitizer)
+    if d is None:
+        _not_recorded(what, where)
+    return d, where
+
+
 def _san(tool: str, key: str, shape, timeout_s: float) -> dict:
     """One compute-sanitizer run of ``key``, reduced to what the tables show."""
     try:
@@ -150,12 +165,9 @@ def double_buffer_run(shape=(1024, 1024, 1024), runs: int = 5, san_shape=(96, 80
 def show_double_buffer() -> dict | None:
     """Pitfall 1 as two tables (reference check, racecheck), live or recorded.
     AssertionError when the fixed kernel fails a check or racecheck misses the race."""
-    live = can_run("dbuf_fixed", "dbuf_no_barrier_pitfall")
-    d, where = (double_buffer_run(), results.where(True)) if live else recorded("double_buffer")
-    if d is not None and live:
-        d["racecheck"] = _sanitizer_fallback(d["racecheck"], "double_buffer", "racecheck")
+    d, where = _live_or_recorded(("dbuf_fixed", "dbuf_no_barrier_pitfall"), double_buffer_run, "double_buffer",
+                                 "The double-buffer pair", sanitizer="racecheck")
     if d is None:
-        _not_recorded("The double-buffer pair", where)
         return None
     show.table([{**r, "verdict": "CAUGHT" if r["wrong"] else "passes"} for r in d["reference"]],
                ["kernel", "runs", ("wrong", "runs failing the check"), ("max_rel_err", "max. rel. error"),
@@ -194,12 +206,9 @@ def sync_in_branch_run(shape=(1000, 1000, 1000), san_shape=(70, 100, 40), timeou
 
 def show_sync_in_branch() -> dict | None:
     """Pitfall 2 as two tables, live (children with time limits) or recorded."""
-    live = can_run("guard_fixed", "sync_in_branch_pitfall")
-    d, where = (sync_in_branch_run(), results.where(True)) if live else recorded("sync_in_branch")
-    if d is not None and live:
-        d["synccheck"] = _sanitizer_fallback(d["synccheck"], "sync_in_branch", "synccheck")
+    d, where = _live_or_recorded(("guard_fixed", "sync_in_branch_pitfall"), sync_in_branch_run, "sync_in_branch",
+                                 "The barrier-in-a-branch pair", sanitizer="synccheck")
     if d is None:
-        _not_recorded("The barrier-in-a-branch pair", where)
         return None
     rows = [{"kernel": r["kernel"],
              "outcome": (f"timed out after {r['wall_s']} s (hang)" if r["timed_out"] else
@@ -234,10 +243,9 @@ def transpose_run(shapes=((1024, 1024), (1000, 600))) -> dict:
 
 def show_transpose() -> dict | None:
     """Pitfall 3: the exact check of both transposes, live or recorded."""
-    live = can_run("transpose_swapped", "transpose_unswapped_pitfall")
-    d, where = (transpose_run(), results.where(True)) if live else recorded("transpose")
+    d, where = _live_or_recorded(("transpose_swapped", "transpose_unswapped_pitfall"), transpose_run, "transpose",
+                                 "The transpose pair")
     if d is None:
-        _not_recorded("The transpose pair", where)
         return None
     rows = [{**r, "shape": " x ".join(map(str, r["shape"])), "verdict": "CAUGHT" if r["wrong"] else "exact"}
             for r in d["rows"]]
@@ -280,10 +288,8 @@ def misaligned_run(shape=(256, 256, 256), timeout_s: float = 120) -> dict:
 
 def show_misaligned() -> dict | None:
     """Pitfall 4 as a table of three attempts, live or recorded."""
-    live = can_run(VEC4)
-    d, where = (misaligned_run(), results.where(True)) if live else recorded("misaligned")
+    d, where = _live_or_recorded((VEC4,), misaligned_run, "misaligned", "The misaligned float4")
     if d is None:
-        _not_recorded("The misaligned float4", where)
         return None
     u = d["unchecked"]
     rows = [{"attempt": "launch.gemm on the view (preconditions checked)", "where": "this process",
@@ -329,10 +335,8 @@ def timing_run(shape=(2048, 2048, 2048)) -> dict:
 
 def show_timing() -> dict | None:
     """Pitfall 5: the three timings, live or recorded."""
-    live = can_run("dbuf_fixed")
-    d, where = (timing_run(), results.where(True)) if live else recorded("timing")
+    d, where = _live_or_recorded(("dbuf_fixed",), timing_run, "timing", "The timing comparison")
     if d is None:
-        _not_recorded("The timing comparison", where)
         return None
     show.table(d["rows"], ["how", "ms", "TFLOP/s", ("x events", "speed vs events")],
                f"dbuf_fixed, M = N = K = {d['shape'][0]}, one kernel timed three ways; {where}.")
@@ -365,10 +369,9 @@ def fp16_accumulator_run(Ks=(1024, 4096, 16384, 65536), M: int = 128, N: int = 2
 
 def show_fp16_accumulator() -> dict | None:
     """Pitfall 6: relative error against K, both accumulators, live or recorded."""
-    live = can_run(*ACC_PAIR)
-    d, where = (fp16_accumulator_run(), results.where(True)) if live else recorded("fp16_accumulator")
+    d, where = _live_or_recorded(ACC_PAIR, fp16_accumulator_run, "fp16_accumulator",
+                                 "The accumulator comparison on random inputs")
     if d is None:
-        _not_recorded("The accumulator comparison on random inputs", where)
         return None
     show.table(d["rows"], ["inputs", "K", "fp32 accumulator", "fp16 accumulator"],
                f"Relative error against float64, wmma_f16 and wmma_acc_f16_pitfall (chapter 6), M = {d['M']}, "
