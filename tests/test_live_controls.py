@@ -24,7 +24,7 @@ import nbformat
 import pytest
 
 import helpers  # noqa: F401  (fills the catalog)
-from helpers.chapters import ch04_bank_conflicts as ch4, ch09_any_shape as ch9, common
+from helpers.chapters import ch04_bank_conflicts as ch4, ch07_mma_sync as ch07, ch09_any_shape as ch9, common
 from helpers.figures import show
 from helpers.runtime import bench, catalog, gpu, launch, sweep
 
@@ -260,6 +260,6 @@ def test_glued_defaults_follow_the_catalog():
     p = catalog.get("wmma_f16").params()
     assert v["wmma_BM"] == p["BM"] and v["wmma_warps"] == (p["BM"] // p["WM"]) * (p["BN"] // p["WN"])
     assert v["wmma_threads"] == 32 * v["wmma_warps"] and v["wmma_acc_per_lane"] == p["WM"] * p["WN"] // 32
-    s = common.swizzle_values()
+    s = ch07.swizzle_values()
     assert s["mma_BK"] == catalog.get("mma_sync_f16").params()["BK"] and s["mma_A_row_bytes"] == 2 * s["mma_BK"]
     assert s["fig_A_ways"] == 4 and s["mma_A_ways"] == 8 if s["mma_BK"] == 64 else True

@@ -8,7 +8,7 @@ WMMA to this chapter's defaults one parameter at a time, timed against cuBLAS in
 """
 from __future__ import annotations
 
-from helpers.figures import probes as probes_fig, show
+from helpers.figures import fragments as fragments_fig, probes as probes_fig, show
 from helpers.models import mma_sync
 from helpers.models.mma_sync import MMA_TEACHING, WMMA_NCU, predict_ncu_mma_sync, predict_ncu_wmma_ldsm
 from helpers.runtime import bench, catalog, gpu, launch, probes, results
@@ -277,3 +277,16 @@ def show_ladder(dtype: str = "float16", shape=(4096, 4096, 4096)) -> list:
               + ", ".join(str(r["rung"]) for r in rows if r["ratio"] is None) + "): run this notebook on a GPU, "
               "or python scripts/record_ladder.py there.")
     return rows
+
+
+def swizzle_values() -> dict:
+    """The swizzle paragraph of this chapter, to glue: ``fig_BK``, the BK of its figure, its table and the
+    recorded Nsight Compute run (:data:`helpers.models.mma_sync.MMA_TEACHING`), and ``mma_BK``, the
+    default; for each, the bytes of a row of A (``fig_A_row_bytes``, ...) and the ways of the bank
+    conflict a plain row-major layout gives its ldmatrix phases (``fig_A_ways``, the bank model)."""
+    out = {}
+    for name, bk in (("fig", MMA_TEACHING["BK"]), ("mma", catalog.get("mma_sync_f16").params()["BK"])):
+        ways = next(r["phase 0"] for r in fragments_fig.ldmatrix_phase_table({"BK": bk})
+                    if r["layout"].startswith("plain") and r["operand"].startswith("A"))
+        out.update({f"{name}_BK": bk, f"{name}_A_row_bytes": 2 * bk, f"{name}_A_ways": ways})
+    return out

@@ -10,10 +10,9 @@ from IPython.core.formatters import format_display_data
 from IPython.display import display
 from tqdm.auto import tqdm
 
-from helpers.figures import (fragments as fragments_fig, profiling as prof_fig, records, roofline as roofline_fig,
-                             show, staircase as staircase_fig, sweep as sweep_fig)
+from helpers.figures import (profiling as prof_fig, records, roofline as roofline_fig, show, staircase as staircase_fig,
+                             sweep as sweep_fig)
 from helpers.models import diagnosis
-from helpers.models.mma_sync import MMA_TEACHING
 from helpers.models.raster import cdiv
 from helpers.runtime import bench, catalog, gpu, launch, panels, results, roofline, sweep
 from helpers.runtime.checks import multiple_of
@@ -235,19 +234,6 @@ def default_values(key: str, prefix: str) -> dict:
     if "WM" in p and "WN" in p:
         out[f"{prefix}_warps"] = (p["BM"] // p["WM"]) * (p["BN"] // p["WN"])
         out[f"{prefix}_acc_per_lane"] = p["WM"] * p["WN"] // 32
-    return out
-
-
-def swizzle_values() -> dict:
-    """Chapter 7's swizzle paragraph, to glue: ``fig_BK``, the BK of its figure, its table and the
-    recorded Nsight Compute run (:data:`helpers.models.mma_sync.MMA_TEACHING`), and ``mma_BK``, the
-    default; for each, the bytes of a row of A (``fig_A_row_bytes``, ...) and the ways of the bank
-    conflict a plain row-major layout gives its ldmatrix phases (``fig_A_ways``, the bank model)."""
-    out = {}
-    for name, bk in (("fig", MMA_TEACHING["BK"]), ("mma", catalog.get("mma_sync_f16").params()["BK"])):
-        ways = next(r["phase 0"] for r in fragments_fig.ldmatrix_phase_table({"BK": bk})
-                    if r["layout"].startswith("plain") and r["operand"].startswith("A"))
-        out.update({f"{name}_BK": bk, f"{name}_A_row_bytes": 2 * bk, f"{name}_A_ways": ways})
     return out
 
 
