@@ -4,7 +4,8 @@ Usage (on a GPU):
     python scripts/tune.py [--kernels cp_async mma_sync_f16 mma_sync_bf16] [--top 16] [--sample 8]
                            [--seed 0] [--local-steps 3] [--shape 4096 4096 4096]
     python scripts/tune.py --exhaustive mma_sync_f16      # every valid configuration, timed once
-    python scripts/tune.py --confirm 10 [--confirm-rounds 3]  # re-time its top 10 + the tuner's pick, full method
+    python scripts/tune.py --confirm 10 [--confirm-rounds 3] [--confirm-field reconfirmed]
+                                                          # re-time its top 10 + the tuner's pick side by side
     python scripts/tune.py --accuracy                     # compare the two files, no GPU needed
 
 For each kernel: every combination of its slider choices is pruned by the catalog's rules
@@ -50,6 +51,8 @@ def main(argv=None) -> int:
                     help="re-time the exhaustive file's top N and the tuner's pick with the full method")
     ap.add_argument("--confirm-rounds", type=int, default=3, metavar="R",
                     help="alternating rounds per configuration in --confirm (default 3)")
+    ap.add_argument("--confirm-field", default="confirmed", choices=("confirmed", "reconfirmed"),
+                    help="where --confirm stores its records in the exhaustive file (default: confirmed)")
     ap.add_argument("--slug", help="results file slug (default: this GPU's)")
     a = ap.parse_args(argv)
     if a.accuracy:
@@ -70,9 +73,11 @@ def main(argv=None) -> int:
             picks = [max(run["timed"], key=tune.speed)["params"], run["best"]["params"]] if run else []
             todo = top + [q for n, q in enumerate(picks) if q not in top and q not in picks[:n]]
             pick = picks[0] if picks else None
-            ex["confirmed"] = tune.confirm(ex["kernel"], todo, tuple(ex["shape"]), rounds=a.confirm_rounds)
-            ex["confirmed_provenance"] = results.provenance()
-            for r in ex["confirmed"]:
+            f = a.confirm_field
+            ex[f] = tune.confirm(ex["kernel"], todo, tuple(ex["shape"]), rounds=a.confirm_rounds)
+            ex[f + "_provenance"] = {**results.provenance(), "command": "python scripts/tune.py " + " ".join(
+                sys.argv[1:] if argv is None else argv)}
+            for r in ex[f]:
                 print(f"{ex['kernel']} confirmed {r['value']} TFLOP/s = {r['ratio']} x cuBLAS"
                       f"{' (tuner pick)' if r['params'] == pick else ''} {r['params']}", flush=True)
         path.write_text(json.dumps(full, indent=1) + "\n")

@@ -174,6 +174,46 @@ def test_tune_times_the_default_and_climbs_from_the_best(monkeypatch):
     assert doc["space"] == len(ok) + doc["refused"] and len(doc["timed"]) < len(ok) // 4
 
 
+def test_the_final_race_undoes_a_lucky_single_pass(monkeypatch):
+    """A configuration that measured 4 % fast in its one pass (luck) but is 2 % slower than the
+    true best in every later round must not be the pick: the race re-times the leaders side by
+    side, keeps the pass's number as search_ratio, and picks by the race."""
+    key = "mma_sync_f16"
+    spec = catalog.get(key)
+    ok, _ = tune.candidates(key, SHAPE, smem_limit=DEVICE_LIMITS["sm_90"]["smem_per_block_max"])
+    true_best, lucky = {**spec.defaults, "STAGES": 3}, {**spec.defaults, "GROUP_M": 1}
+    assert true_best in ok and lucky in ok
+    true = lambda p: 0.56 if p == true_best else 0.55 if p == lucky else 0.50      # noqa: E731
+    seen, lucky_once = [], []
+
+    def fake_gemm(items, shape, rounds=3, budget_ms=400.0):
+        out = []
+        for _, p in items:
+            first = p == lucky and not lucky_once
+            lucky_once.extend([True] if first else [])
+            seen.append(p)
+            r = 0.58 if first else true(p)
+            out.append({"params": p, "value": r * 700.0, "ratio": r, "ms": 1.0 / r})
+        return out
+    monkeypatch.setattr(tune.gpu, "live", lambda: True)
+    monkeypatch.setattr(tune, "_pool_map", lambda *a, **k: [])
+    monkeypatch.setattr(tune.bench, "gemm", fake_gemm)
+    timed = [{"params": p, **fake_gemm([(key, p)], SHAPE)[0]} for p in (spec.defaults, true_best, lucky)]
+    assert max(timed, key=tune.speed)["params"] == lucky            # the single pass is fooled
+    assert tune.final_race(key, timed, SHAPE, finalists=2, rounds=3, progress=False) >= 1
+    best = max(timed, key=tune.speed)
+    assert best["params"] == true_best and best["raced"] and best["rounds"] == 3
+    luck = next(r for r in timed if r["params"] == lucky)
+    assert luck["search_ratio"] == 0.58 and luck["ratio"] == 0.55 and luck["round_ratios"] == [0.55] * 3
+    # confirm() races too: every configuration once per round, the order rotated each round
+    seen.clear()
+    recs = tune.confirm(key, [true_best, lucky, spec.defaults], SHAPE, progress=False, rounds=2)
+    assert [r["ratio"] for r in recs] == [0.56, 0.55, 0.50]
+    assert seen == [true_best, lucky, spec.defaults, lucky, spec.defaults, true_best]
+    with pytest.raises(ValueError, match="rounds"):
+        tune.race(key, [true_best], SHAPE, rounds=0, progress=False)
+
+
 def test_accuracy_gives_a_row_per_confirmation_run():
     """The recorded exhaustive file has a first (3 rounds) and a second (7 rounds)
     confirmation run: the table shows both, each with the pick's rank in that run."""
