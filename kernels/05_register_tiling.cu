@@ -43,8 +43,13 @@
 //   STAGES       shared-memory buffers in the cp.async ring (step 6, >= 2)
 //   GROUP_M      block raster (steps 5-6): consecutive blocks walk GROUP_M
 //                tile rows before moving right (L2 reuse); 0 = plain row order
-//   FAST_INTERIOR  step 6: tiles wholly inside A and B skip the per-copy
-//                bounds checks (default 1); 0 checks every copy (the control)
+//   FAST_INTERIOR  step 6: 1 = tiles wholly inside A and B skip the per-copy
+//                bounds checks; 0 (default) = every copy checked. An experiment
+//                kept for its lesson: at the default tile it removes ~55 of ~2260
+//                instructions issued per k-tile (SASS) and still measured 0.98x
+//                (H200, 7 alternating rounds, two runs, scripts/ch5_regression.py):
+//                ptxas then needed 241 registers instead of 225 and issued the
+//                copies in one burst. At BK = 8 (twice the tiles per FFMA) 1.09x.
 //   MIN_BLOCKS   second __launch_bounds__ argument (steps 4-6, default 1).
 //                A larger value makes ptxas cap registers at
 //                65536 / (MIN_BLOCKS * threads): the book's pitfall variant.
@@ -82,7 +87,7 @@
 #define GROUP_M 8
 #endif
 #ifndef FAST_INTERIOR
-#define FAST_INTERIOR 1
+#define FAST_INTERIOR 0
 #endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
@@ -584,7 +589,8 @@ sgemm_cp_async(const float* __restrict__ A, const float* __restrict__ B,
         // replaces, for each of the CA_A_COPIES + CA_B_COPIES copies, a
         // compare, a select of a dummy source and a src-size operand (~5
         // instructions each in SASS, issued between the FFMAs). The plain
-        // loop it stands for is the checked one below.
+        // loop it stands for is the checked one below. Off by default: fewer
+        // instructions did not make this loop faster (see FAST_INTERIOR above).
         if (interior && k0 + BK <= K) {
             const float* a = a_src + k0;
             #pragma unroll

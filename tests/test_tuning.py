@@ -228,3 +228,22 @@ def test_accuracy_gives_a_row_per_confirmation_run():
         assert f"run {rows.index(r) + 1}: {len(src)} configurations" in r["compared in"]
     del full["runs"][0]["reconfirmed"]
     assert len(tune.accuracy(tuned, full)) == 1
+
+
+def test_the_recorded_picks_won_their_races_and_their_confirmations():
+    """The recorded mma.sync searches ended in a race: each pick was raced, and its ratio is the
+    median of its rounds. Both recorded confirmation races put the pick within 2 % of their best
+    (issue #10's bar), having timed at most a quarter of the valid space."""
+    import statistics
+    tuned = json.loads((results.RESULTS_DIR / "h200-tuning.json").read_text())
+    raced = [r for r in tuned["runs"] if r.get("final")]
+    assert {r["kernel"] for r in raced} >= {"mma_sync_f16", "mma_sync_bf16"}
+    for run in raced:
+        best = max(run["timed"], key=tune.speed)
+        assert best["raced"] and best["params"] == run["best"]["params"]
+        assert abs(statistics.median(best["round_ratios"]) - best["ratio"]) < 1e-3
+        assert len(best["round_ratios"]) == run["final"]["rounds"]
+    rows = tune.accuracy(tuned, json.loads((results.RESULTS_DIR / "h200-tuning-exhaustive.json").read_text()))
+    assert len(rows) == 2
+    for row in rows:
+        assert row["pick / best"] >= 0.98 and row["share timed"] <= 0.25, row

@@ -247,8 +247,9 @@ def final_race(key: str, timed: list, shape, finalists: int = 4, rounds: int = 5
     :func:`race`: their ``ratio``, ``value``, ``ms`` and ``rounds`` become the race's, the search's
     numbers are kept as ``search_ratio`` and ``search_value``, and ``raced`` is set. Repeated (all
     current leaders raced together again) while the fastest ``finalists`` include one never raced,
-    at most ``max_races`` times, so the configuration the tuner returns has been timed in a race.
-    Returns the number of races run."""
+    at most ``max_races`` times: unless that cap is reached with an unraced configuration on top,
+    the one the tuner returns has been timed in a race (the tuning document's "final" says how
+    many races ran). Returns the number of races run."""
     for n in range(max_races):
         lead = sorted(timed, key=speed, reverse=True)[:finalists]
         if n and all(r.get("raced") for r in lead):
