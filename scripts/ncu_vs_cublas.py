@@ -5,6 +5,8 @@ Usage (on a GPU with Nsight Compute):
     python scripts/ncu_vs_cublas.py --out results/h200-ncu-cublas.json [--key cp_async]
                                     [--shape 4096 4096 4096]
     python scripts/ncu_vs_cublas.py --child-cublas float32 M N K     # the profiled child
+    python scripts/ncu_vs_cublas.py --tile-control --out results/h200-ncu-cublas.json
+        # add (or redo) the timing of the kernel at its default tile and at cuBLAS's tile
 
 Two profiles, each of one launch and with the same sections and counters (chapter 8's
 panel sections, LaunchStats and InstructionStats, chapter 8's panel metrics and the
@@ -53,6 +55,23 @@ def child_cublas(dtype: str, M: int, N: int, K: int) -> None:
     print(f"child: cupy.matmul {M}x{N}x{K} {dtype}, C[0,0] = {float(C[0, 0]):.4f}", flush=True)
 
 
+def tile_control(doc: dict, key: str) -> dict:
+    """Time ``key`` at its default tile and at cuBLAS's (from ``doc``'s cuBLAS kernel name),
+    warp tile 64 x 64 for both, the default first and last (bench.gemm, 5 alternating rounds)."""
+    from helpers.runtime import bench
+    p = dict(catalog.get(key).params())
+    t = counters.cublas_tile(doc["runs"][0]["kernel"])
+    theirs = {**p, **{k: t[k] for k in ("BM", "BN", "BK", "STAGES") if k in t}}
+    theirs_bk16 = {**theirs, "BK": 16}
+    recs = bench.gemm([(key, p), (key, theirs), (key, theirs_bk16), (key, p)], tuple(doc["shape"]), rounds=5)
+    return {"what": f"{key} at its default tile and at cuBLAS's tile ({t}), {doc['shape']}, "
+                    "helpers.runtime.bench.gemm with 5 alternating rounds against cuBLAS, in the order listed",
+            "command": "python scripts/ncu_vs_cublas.py --tile-control",
+            "rows": [{"BM": r["params"]["BM"], "BN": r["params"]["BN"], "BK": r["params"]["BK"],
+                      "STAGES": r["params"]["STAGES"], "TFLOP/s": r["value"], "cuBLAS TFLOP/s": r["reference_value"],
+                      "ratio": r["ratio"], "rel_err": r["rel_err"]} for r in recs]}
+
+
 def one(ncu: str, child: list, regex: str, metrics: list) -> dict:
     res = ncu_tool.profile_raw(ncu, child, regex, metrics, sections=SECTIONS, launch_count=1, echo=True)
     if len(res["launches"]) != 1:
@@ -69,6 +88,8 @@ def main(argv=None) -> int:
     ap.add_argument("--key", default="cp_async", help="catalog kernel compared with cuBLAS (default cp_async)")
     ap.add_argument("--shape", nargs=3, type=int, default=[4096, 4096, 4096], metavar=("M", "N", "K"))
     ap.add_argument("--ncu", help="path of ncu (default: PATH, $CUDA_PATH/bin, /usr/local/cuda/bin)")
+    ap.add_argument("--tile-control", action="store_true",
+                    help="time the kernel at its default tile and at cuBLAS's; add it to --out")
     ap.add_argument("--child-cublas", nargs=4, metavar=("DTYPE", "M", "N", "K"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child_cublas:
@@ -77,6 +98,13 @@ def main(argv=None) -> int:
         return 0
     if not a.out:
         ap.error("--out is required")
+    if a.tile_control:
+        doc = json.loads(Path(a.out).read_text())
+        doc["tile_control"] = tile_control(doc, a.key)
+        Path(a.out).write_text(json.dumps(doc, indent=1) + "\n")
+        for r in doc["tile_control"]["rows"]:
+            print(r, flush=True)
+        return 0
     ncu = ncu_tool.find(a.ncu)
     if not ncu:
         print("ncu_vs_cublas: Nsight Compute (ncu) not found; nothing measured", file=sys.stderr)

@@ -12,7 +12,8 @@ The autotuner's section: :func:`tuning_recorded` (the full search recorded in
 ``results/<gpu>-tuning.json``), :func:`show_search` (its table, the distribution of every
 timed configuration, the model's rank against the measured one), :func:`show_tuned_panels`
 (the winner's Nsight Compute panel beside the default's), :func:`show_defaults_here`
-(which defaults this GPU gets from the tuning file) and :func:`live_tune` (a small search
+(which defaults this GPU gets from the tuning file), :func:`show_cublas_fp32` (the best FP32
+kernel and cuBLAS's under one profiler, recorded) and :func:`live_tune` (a small search
 run now, on a GPU).
 
 :data:`EXCUSES` says, for each heaven whose diagnosis does *not* name the step
@@ -22,7 +23,7 @@ that the list is exactly the set of disagreements in the recorded counters.
 from __future__ import annotations
 
 from helpers.figures import profiling as prof_fig, show, tuning as tuning_fig
-from helpers.models import diagnosis, tuning
+from helpers.models import counters, diagnosis, tuning
 from helpers.runtime import catalog, defaults, gpu, launch, panels, results, roofline, tune
 
 from .common import HEADLINE, running
@@ -354,6 +355,78 @@ def show_ceiling(runs: list, where: str) -> list:
         show.table(rows, list(rows[0]), f"The tuned mma.sync kernel against its mma-only ceiling (chapter 7's "
                    f"probe ladder, results/h200.json); the tuning: {where}. Each number is a ratio to cuBLAS "
                    f"timed in its own run.")
+    return rows
+
+
+CUBLAS_ARTIFACT = "ncu-cublas"          # scripts/ncu_vs_cublas.py
+CUBLAS_FIELDS = (("duration_us", "time of the launch under ncu (us)", 0),
+                 ("inst_per_op", "warp instructions per FFMA", 3),
+                 ("issue_pct", "issue slots used (% of peak)", 1),
+                 ("fma_pct", "FMA pipe busy (% of peak)", 1),
+                 ("stall:dispatch_stall", "stalled: dispatch (cycles per issue)", 2),
+                 ("stall:no_instruction", "stalled: no instruction fetched (cycles per issue)", 2),
+                 ("stall:short_scoreboard", "stalled: shared-memory result (cycles per issue)", 2),
+                 ("stall:barrier", "stalled: barrier (cycles per issue)", 2),
+                 ("shared_waves_per_op", "shared-memory wavefronts per FFMA", 3))
+
+
+def cublas_rows(slug: str = results.DEFAULT_SLUG) -> dict | None:
+    """The recorded comparison of chapter 5's best FP32 kernel with cuBLAS's FP32 GEMM
+    (``results/<slug>-ncu-cublas.json``, written by ``scripts/ncu_vs_cublas.py``), or None when
+    it is not recorded. Returns {"launch": one row per kernel (its name, block tile, stages,
+    threads, registers per thread, dynamic shared memory in KiB, blocks), "counters":
+    :func:`helpers.models.counters.compare` rows of :data:`CUBLAS_FIELDS` per FFMA (a = ours,
+    b = cuBLAS), "control": the kernel timed at its own tile and at cuBLAS's (ratio to cuBLAS,
+    same run), "where", "commands"}. Raises KeyError when a recorded run lacks a counter."""
+    doc = results.artifact(CUBLAS_ARTIFACT, slug)
+    if doc is None:
+        return None
+    blas, ours = doc["runs"]
+    shape = doc["shape"]
+
+    def launch_row(r: dict, tile: dict) -> dict:
+        m = r["metrics"]
+        name = r["kernel"].split("(")[0]
+        return {"kernel": name if r.get("key") else "_".join(name.split("_")[:3]) + " (cuBLAS)", "block tile": f"{tile['BM']} x {tile['BN']} x {tile['BK']}",
+                "stages": tile.get("STAGES"), "threads": int(m["launch__block_size"]),
+                "registers": int(m["launch__registers_per_thread"]),
+                "shared memory (KiB)": round(m["launch__shared_mem_per_block_dynamic"] / 1024, 1),
+                "blocks": int(m["launch__grid_size"])}
+    p = ours["params"]
+    rows = {"launch": [launch_row(ours, p), launch_row(blas, counters.cublas_tile(blas["kernel"]))],
+            "counters": counters.compare(counters.derived(ours["metrics"], shape, "ffma"),
+                                         counters.derived(blas["metrics"], shape, "ffma"), CUBLAS_FIELDS),
+            "control": [{"block tile": f"{r['BM']} x {r['BN']} x {r['BK']}", "stages": r["STAGES"],
+                         "TFLOP/s": r["TFLOP/s"], "ratio to cuBLAS": r["ratio"]}
+                        for r in doc.get("tile_control", {}).get("rows", [])],
+            "where": results.artifact_where(doc, CUBLAS_ARTIFACT, slug),
+            "commands": [r["command"] for r in doc["runs"]]}
+    rows["control_command"] = doc.get("tile_control", {}).get("command")
+    rows["cublas_kernel"] = blas["kernel"].split("(")[0]
+    return rows
+
+
+def show_cublas_fp32(slug: str = results.DEFAULT_SLUG) -> dict | None:
+    """Display :func:`cublas_rows` (three tables and the two ncu command lines); a one-line note
+    when nothing is recorded. Returns the rows (None when not recorded)."""
+    rows = cublas_rows(slug)
+    if rows is None:
+        print(f"The cuBLAS comparison is not recorded for this GPU yet (scripts/ncu_vs_cublas.py writes "
+              f"results/<gpu>-{CUBLAS_ARTIFACT}.json).")
+        return None
+    ours = rows["launch"][0]["kernel"]
+    show.table(rows["launch"], ["kernel", "block tile", "stages", "threads", "registers", "shared memory (KiB)",
+                                "blocks"], f"How each kernel is launched (Nsight Compute LaunchStats; cuBLAS's "
+                                           f"tile and stages read from its kernel name); {rows['where']}.")
+    show.table(rows["counters"], {"quantity": "counter", "a": ours, "b": "cuBLAS", "b / a": f"cuBLAS / {ours}"},
+               f"One launch each at 4096^3 under the same ncu sections and counters, per FFMA where it "
+               f"says so (both execute the same number of FFMAs); {rows['where']}.")
+    if rows["control"]:
+        show.table(rows["control"], ["block tile", "stages", "TFLOP/s", "ratio to cuBLAS"],
+                   f"Control: {ours} at its own tile and at cuBLAS's (8 warps of 64 x 64 in both), "
+                   f"each against cuBLAS in 5 alternating rounds of one run; {rows['where']}.")
+    print(f"cuBLAS's kernel: {rows['cublas_kernel']}")
+    print("Profiled with:", *rows["commands"], sep="\n  ")
     return rows
 
 

@@ -29,6 +29,8 @@ counted, and the ratio of two estimates does not depend on the peak either.
 """
 from __future__ import annotations
 
+import re
+
 from . import diagnosis
 
 # Peak of the LSU pipe (instructions) and of the L1 data pipe (wavefronts), per SM per cycle.
@@ -130,3 +132,21 @@ def compare(a: dict, b: dict, fields) -> list:
 def by_field(rows: list) -> dict:
     """{field: row} of :func:`compare`'s rows."""
     return {r["field"]: r for r in rows}
+
+
+def cublas_tile(kernel_name: str) -> dict:
+    """{"BM", "BN", "BK", "STAGES", "warps"} read from a cuBLAS kernel name such as
+    ``sm80_xmma_gemm_..._tilesize256x128x8_stage3_warpsize4x2x1_...`` (``warps``: [along M,
+    along N]); only the keys the name spells out, {} when it gives no tile."""
+    t = re.search(r"tilesize(\d+)x(\d+)x(\d+)", kernel_name)
+    if not t:
+        return {}
+    out = {"BM": int(t[1]), "BN": int(t[2]), "BK": int(t[3])}
+    s = re.search(r"_stage(\d+)", kernel_name)
+    w = re.search(r"warpsize(\d+)x(\d+)x\d+", kernel_name)
+    if s:
+        out["STAGES"] = int(s[1])
+    if w:
+        out["warps"] = [int(w[1]), int(w[2])]
+    return out
+
