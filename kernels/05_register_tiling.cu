@@ -43,8 +43,9 @@
 //   STAGES       shared-memory buffers in the cp.async ring (step 6, >= 2)
 //   GROUP_M      block raster (steps 5-6): consecutive blocks walk GROUP_M
 //                tile rows before moving right (L2 reuse); 0 = plain row order
-//   SERPENTINE   steps 2-6: order of the FMAs of one k step (default 1,
-//                serpentine; 0 = plain row by row); see OUTER_PRODUCT
+//   SERPENTINE   steps 2-6: order of the FMAs of one k step (1 = serpentine,
+//                the default when MIN_BLOCKS = 1; 0 = plain row by row); see
+//                OUTER_PRODUCT
 //   FAST_INTERIOR  step 6: 1 = tiles wholly inside A and B skip the per-copy
 //                bounds checks; 0 (default) = every copy checked. An experiment
 //                kept for its lesson: at the default tile it removes ~55 of ~2260
@@ -196,9 +197,12 @@ sgemm_reg1d(const float* __restrict__ A, const float* __restrict__ B,
 // (4096^3, two runs of four alternating timings each); in its SASS, ptxas
 // then marks an operand for the reuse cache in 1845 of the 2048 FFMAs of a
 // k-tile instead of 1805. Why that gains this much is not isolated further.
-// SERPENTINE=0 builds the plain order (the control).
+// SERPENTINE=0 builds the plain order (the control). Under a register cap
+// (MIN_BLOCKS = 2: 128 registers for 256 threads) the serpentine order made
+// NVRTC spill 48-64 bytes per thread on the H200 where the plain order does
+// not, so capped builds keep the plain order by default.
 #ifndef SERPENTINE
-#define SERPENTINE 1
+#define SERPENTINE (MIN_BLOCKS == 1)
 #endif
 #define OUTER_PRODUCT(acc, a, b)                              \
     _Pragma("unroll") for (int i_ = 0; i_ < TM; ++i_)         \
