@@ -104,3 +104,31 @@ def test_dispatcher_uses_chapter_10_on_sm90_only_where_it_pays():
     assert m.plan(30000, 64, 16384, aligned=True, sms=132, hopper=True).operands == "direct"
     assert m.plan(4093, 4093, 64, aligned=False, sms=132, hopper=True).operands == "padding"
     assert m.plan(64, 64, 4093, aligned=False, sms=132, hopper=True).operands == "repack"   # its split keeps more SMs busy
+
+
+def test_splitk_gain_cap_weighs_the_sms_by_their_measured_rate():
+    from helpers.models import anyshape as m
+    flat = m.splitk_gain_cap(32, 4, 132, [8, 132], [3.0, 3.0])
+    assert flat == {"busy_unsplit": 32, "busy_split": 128, "sm_ratio": 4.0, "cap": 4.0}
+    capped = m.splitk_gain_cap(32, 4, 132, [33, 132], [3.9, 2.9])
+    assert capped["cap"] < 4.0 and abs(capped["cap"] - 128 * (3.9 - (128 - 33) / 99 * 1.0) / (32 * 3.9)) < 1e-9
+    assert m.splitk_gain_cap(8, 64, 132, [8, 132], [1, 1])["busy_split"] == 132      # no more SMs than there are
+    with pytest.raises(ValueError, match="splits=0"):
+        m.splitk_gain_cap(8, 0, 132, [8], [1.0])
+
+
+def test_the_recorded_splitk_gains_stay_under_their_clock_cap():
+    """Chapter 9's claim: under the H200's power cap, 4 x the busy SMs cannot give 4 x at
+    1024 x 1024 x 16384 (the cap from the recorded wave control is below 4), and every measured
+    split-K gain stays under its cap."""
+    import json
+    from helpers.chapters import ch09_any_shape as ch
+    from helpers.runtime import results
+    d = json.loads((results.RESULTS_DIR / "h200-anyshape.json").read_text())
+    for dt in ("float16", "bfloat16"):
+        rows = ch.splitk_cap_rows(d[f"splitk_{dt}"], d["waves"])
+        assert len(rows) == 3
+        for r in rows:
+            assert r["measured gain"] <= r["cap at the measured clock"] < r["more SMs"] + 1e-9, r
+        big = next(r for r in rows if r["M x N x K"] == "1024 x 1024 x 16384")
+        assert big["more SMs"] == 4 and big["cap at the measured clock"] < 3.5

@@ -434,6 +434,38 @@ def show_waves(dtype: str = "float16") -> dict | None:
     return data
 
 
+def splitk_cap_rows(splitk: list, waves: dict) -> list:
+    """For each shape of ``splitk`` (show_splitk's records) the model's split against the SM
+    count and the clock: SMs busy without and with it, their ratio, the cap the control's
+    per-SM rates allow (:func:`helpers.models.anyshape.splitk_gain_cap`) and the measured gain
+    over the same kernel unsplit. ``waves``: show_waves' data (its "control" and "sms")."""
+    ctl = sorted(waves["control"], key=lambda r: r["busy SMs"])
+    busy, rate = [r["busy SMs"] for r in ctl], [r["TFLOP/s per SM"] for r in ctl]
+    rows = []
+    for r in splitk:
+        if r["params"].get("strategy") != "splitk":
+            continue
+        M, N, K = r["shape"]
+        c = model.splitk_gain_cap(model.tiles(M, N), r["splits"], waves["sms"], busy, rate)
+        rows.append({"M x N x K": f"{M} x {N} x {K}", "tiles": model.tiles(M, N), "splits": r["splits"],
+                     "SMs busy, unsplit": c["busy_unsplit"], "SMs busy, split": c["busy_split"],
+                     "more SMs": round(c["sm_ratio"], 2), "cap at the measured clock": round(c["cap"], 2),
+                     "measured gain": r["over_no_split"]})
+    return rows
+
+
+def show_splitk_cap(splitk: list, waves: dict | None) -> list:
+    """:func:`splitk_cap_rows` as a table (nothing when either input is missing)."""
+    if not splitk or not waves:
+        print("The split-K cap needs both the split-K table and the wave control above.")
+        return []
+    rows = splitk_cap_rows(splitk, waves)
+    show.table(rows, list(rows[0]), "What split-K can gain at most: the SMs it adds, weighted by the per-SM "
+               "rate the wave control measured at each count; computed from the split-K table and the wave "
+               "control above (each says where it was measured).")
+    return rows
+
+
 def zoo_summary(rows: list) -> str:
     """One line: on how many zoo shapes the dispatcher was within 3 % of the best other
     strategy, and on how many it beat cuBLAS."""

@@ -89,6 +89,22 @@ def corrected_efficiency(n_tiles: int, sms: int, busy: list, wave_ms: list) -> f
     return n_tiles * t_full / sms / total
 
 
+def splitk_gain_cap(n_tiles: int, splits: int, sms: int, busy: list, per_sm: list) -> dict:
+    """The most split-K can gain over the same kernel unsplit, from SM counts and measured
+    per-SM rates. Unsplit, ``n_tiles`` SMs work; split, min(n_tiles * splits, sms). With a
+    fixed clock the gain could reach their ratio ("sm_ratio"); under a power cap each SM is
+    slower when more are busy, so the cap is busy_split * r(busy_split) / (n_tiles * r(n_tiles)),
+    r being ``per_sm`` (TFLOP/s per SM) measured at ``busy`` SM counts (one wave of b tiles,
+    chapter 9's control), linear in between and flat beyond the ends. The reduction, the
+    prologue of shorter blocks and a partial last wave only lower it further.
+    Returns {"busy_unsplit", "busy_split", "sm_ratio", "cap"}. Raises ValueError for counts < 1."""
+    if min(n_tiles, splits, sms) < 1:
+        raise ValueError(f"n_tiles={n_tiles}, splits={splits}, sms={sms}: each must be >= 1")
+    b0, b1 = min(n_tiles, sms), min(n_tiles * splits, sms)
+    r0, r1 = (float(np.interp(b, busy, per_sm)) for b in (b0, b1))
+    return {"busy_unsplit": b0, "busy_split": b1, "sm_ratio": b1 / b0, "cap": b1 * r1 / (b0 * r0)}
+
+
 def splitk_time(M: int, N: int, K: int, s: int, sms: int, cfg: dict = CFG) -> float:
     """Model time (s) of split-K with ``s`` splits:
     ceil(tiles * s / sms) * (ceil(KT / s) + PROLOGUE_KTILES) * t_ktile + reduction,
