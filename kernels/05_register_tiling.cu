@@ -49,10 +49,13 @@
 //   FAST_INTERIOR  step 6: 1 = tiles wholly inside A and B skip the per-copy
 //                bounds checks; 0 (default) = every copy checked. An experiment
 //                kept for its lesson: at the default tile it removes ~55 of ~2260
-//                instructions issued per k-tile (SASS) and still measured 0.98x
-//                (H200, 7 alternating rounds, two runs, scripts/ch5_regression.py):
-//                ptxas then needed 241 registers instead of 225 and issued the
-//                copies in one burst. At BK = 8 (twice the tiles per FFMA) 1.09x.
+//                instructions issued per k-tile (SASS), yet it ran at 0.98x the
+//                speed of the checked build (0.926 against 0.946 of cuBLAS; H200,
+//                three runs, scripts/ch5_regression.py and a side-by-side timing).
+//                ptxas also allocated 241 registers instead of 225 and issued the
+//                copies in one burst; which of these costs the 2 % was not
+//                isolated. At BK = 8 (twice as many k-tiles, so twice the checks
+//                per FFMA) it measured 1.09x.
 //   MIN_BLOCKS   second __launch_bounds__ argument (steps 4-6, default 1).
 //                A larger value makes ptxas cap registers at
 //                65536 / (MIN_BLOCKS * threads): the book's pitfall variant.
@@ -191,12 +194,14 @@ sgemm_reg1d(const float* __restrict__ A, const float* __restrict__ B,
 // i is even and backwards when i is odd,
 //   i = 0: b[0] b[1] ... b[TN-1]      i = 1: b[TN-1] ... b[1] b[0]     ...
 // so the last FMA of a row and the first of the next read the same b[j].
-// The arithmetic is identical (each acc[i][j] gets one FMA per k, in the
-// same k order). For step 6 at its default tile on the H200 this order
-// measured 0.949-0.950 of cuBLAS against 0.943-0.944 for the plain one
-// (4096^3, two runs of four alternating timings each); in its SASS, ptxas
-// then marks an operand for the reuse cache in 1845 of the 2048 FFMAs of a
-// k-tile instead of 1805. Why that gains this much is not isolated further.
+// Each acc[i][j] receives the same FMAs in the same k order, so the result
+// is bit-for-bit the same. For step 6 at its default tile on the H200 this
+// order measured 0.949-0.950 of cuBLAS against 0.943-0.944 for the plain
+// one (4096^3; three runs, each timing both builds four times, alternately).
+// A likely reason: an operand read by two consecutive instructions can come
+// from the operand reuse cache instead of the register file, and in the
+// SASS ptxas marks such a reuse in 1845 of the 2048 FFMAs of a k-tile
+// instead of 1805. That explanation was not tested further.
 // SERPENTINE=0 builds the plain order (the control). Under a register cap
 // (MIN_BLOCKS = 2: 128 registers for 256 threads) the serpentine order made
 // NVRTC spill 48-64 bytes per thread on the H200 where the plain order does

@@ -398,6 +398,7 @@ def show_splitk(dtype: str = "float16", live: bool = True) -> list:
         return []
     show.table(recs, {**_COLS, "splits": "splits", "over_no_split": "over no split"},
                f"Split-K, {dtype}; cuBLAS on the same shape, same run; {where}.")
+    recs = [{**r, "where": where} for r in recs]
     M, N, K = recs[0]["shape"]
     sms = rt.sm_count() if (live and live_here()) else H200_SMS
     show.figure(fig.splitk_model_figure(M, N, K, sms, [r for r in recs if list(r["shape"]) == [M, N, K]
@@ -430,8 +431,9 @@ def show_waves(dtype: str = "float16") -> dict | None:
         return None
     show.figure(fig.wave_figure(data, where))
     show.table(data["control"], list(data["control"][0]), f"The control: one wave of b tiles, M = 128, N = 256 b, "
-               f"K = {data['K']}; SM clock and power sampled with nvidia-smi during the timing; {where}.")
-    return data
+               f"K = {data['K']}; SM clock and power sampled with nvidia-smi during the timing (its power "
+               f"reading averages over time, so short runs read unevenly); {where}.")
+    return {**data, "where": where}
 
 
 def splitk_cap_rows(splitk: list, waves: dict) -> list:
@@ -449,8 +451,8 @@ def splitk_cap_rows(splitk: list, waves: dict) -> list:
         c = model.splitk_gain_cap(model.tiles(M, N), r["splits"], waves["sms"], busy, rate)
         rows.append({"M x N x K": f"{M} x {N} x {K}", "tiles": model.tiles(M, N), "splits": r["splits"],
                      "SMs busy, unsplit": c["busy_unsplit"], "SMs busy, split": c["busy_split"],
-                     "more SMs": round(c["sm_ratio"], 2), "cap at the measured clock": round(c["cap"], 2),
-                     "measured gain": r["over_no_split"]})
+                     "more SMs": round(c["sm_ratio"], 2), "cap from the measured per-SM rate": round(c["cap"], 2),
+                     "measured gain (two-pass, over no split)": r["over_no_split"]})
     return rows
 
 
@@ -460,9 +462,9 @@ def show_splitk_cap(splitk: list, waves: dict | None) -> list:
         print("The split-K cap needs both the split-K table and the wave control above.")
         return []
     rows = splitk_cap_rows(splitk, waves)
-    show.table(rows, list(rows[0]), "What split-K can gain at most: the SMs it adds, weighted by the per-SM "
-               "rate the wave control measured at each count; computed from the split-K table and the wave "
-               "control above (each says where it was measured).")
+    show.table(rows, list(rows[0]), "An estimate of what split-K can gain at most: the SMs it adds, weighted by "
+               "the per-SM rate the wave control measured at each count; computed from the split-K records "
+               f"({splitk[0].get('where', '?')}) and the wave control ({waves.get('where', '?')}).")
     return rows
 
 

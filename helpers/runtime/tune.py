@@ -374,7 +374,8 @@ def accuracy(tuned: dict, full: dict) -> list:
     configuration against its own cuBLAS timing), so TFLOP/s alone may order them otherwise.
     Rows: {"kernel", "valid configurations", "tuner timed", "share timed", "compared in",
     "best params", "best (of cuBLAS)", "best TFLOP/s", "tuner's pick (of cuBLAS)",
-    "tuner's pick TFLOP/s", "pick / best", "rank of the pick"}."""
+    "tuner's pick TFLOP/s", "runner-up (of cuBLAS)" (the second of that run), "pick / best",
+    "rank of the pick"}."""
     rows = []
     for ex in full.get("runs", []):
         run = next((r for r in tuned.get("runs", []) if r["kernel"] == ex["kernel"]), None)
@@ -393,13 +394,15 @@ def accuracy(tuned: dict, full: dict) -> list:
         want = json.dumps(max(run["timed"], key=speed)["params"], sort_keys=True)
         for src, label in sources:
             pick = {json.dumps(r["params"], sort_keys=True): r for r in src}.get(want)
-            best = max(src, key=speed)
+            order = sorted(src, key=speed, reverse=True)
+            best = order[0]
             rows.append({"kernel": ex["kernel"], "valid configurations": valid, "tuner timed": len(run["timed"]),
                          "share timed": round(len(run["timed"]) / valid, 3), "compared in": label,
                          "best params": best["params"], "best (of cuBLAS)": round(speed(best), 4),
                          "best TFLOP/s": best["value"],
                          "tuner's pick (of cuBLAS)": round(speed(pick), 4) if pick else None,
                          "tuner's pick TFLOP/s": pick["value"] if pick else None,
+                         "runner-up (of cuBLAS)": round(speed(order[1]), 4) if len(order) > 1 else None,
                          "pick / best": round(speed(pick) / speed(best), 4) if pick else None,
                          "rank of the pick": (1 + sum(speed(r) > speed(pick) for r in src)) if pick else None})
     return rows
