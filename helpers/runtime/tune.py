@@ -215,10 +215,11 @@ def race(key: str, params: list, shape=(4096, 4096, 4096), rounds: int = 5, budg
     first on a cooler GPU. Per configuration: ``ratio`` = median of its per-round ratios to cuBLAS,
     ``value`` and ``ms`` = medians of its per-round TFLOP/s and time, ``rounds``, ``round_ratios``.
 
-    Why: a single pass measures each configuration at one moment; the top of such a pass is the
-    configurations that were fast *and* lucky (the H200 of this book moves 1-2 % between repeats of
-    one configuration under its power cap), so the pass's winner is biased upwards. Re-timing the
-    leaders side by side removes that bias from the choice. Returns bench records, in ``params``'
+    Why: a single pass measures each configuration at one moment; the top of such a pass tends to
+    be the configurations that were fast *and* lucky (under its power cap the H200 of this book
+    reads one mma.sync configuration several per cent apart between short rounds; the recorded
+    races' round_ratios show it), so the pass's winner is biased upwards. Re-timing the leaders
+    side by side takes that bias out of the choice. Returns bench records, in ``params``'
     order. Raises ValueError for ``rounds`` < 1 (and whatever bench.gemm raises)."""
     if rounds < 1:
         raise ValueError(f"rounds = {rounds!r}: must be at least 1")
