@@ -72,7 +72,7 @@ def test_recorded_zoo_dispatcher_is_at_least_as_fast_on_90_percent():
     assert len(rows) >= 24 and ok >= 0.9 * len(rows), ch.zoo_summary(rows)
     # every row's verdict is computed from its own records, not copied
     for r in rows:
-        assert ch.zoo_row(r["records"])["within 3% of best"] == r["within 3% of best"]
+        assert model.zoo_row(r["records"])["within 3% of best"] == r["within 3% of best"]
 
 
 def test_hopper_splitk_plan_uses_chapter_10s_k_tile():
@@ -126,7 +126,7 @@ def test_the_recorded_splitk_gains_stay_under_their_clock_cap():
     from helpers.runtime import results
     d = json.loads((results.RESULTS_DIR / "h200-anyshape.json").read_text())
     for dt in ("float16", "bfloat16"):
-        rows = ch.splitk_cap_rows(d[f"splitk_{dt}"], d["waves"])
+        rows = model.splitk_cap_rows(d[f"splitk_{dt}"], d["waves"])
         assert len(rows) == 3
         for r in rows:
             assert r["measured gain (two-pass, over no split)"] <= r["cap from the measured per-SM rate"] \

@@ -304,34 +304,14 @@ def zoo(outs=ZOO_OUT, ks=ZOO_K, dtype: str = "float16", rounds: int = 3, budget_
     (:func:`candidates`) checked and timed against cuBLAS. One row per shape: the
     dispatcher's plan, its ratio to cuBLAS, the fastest other strategy and whether the
     dispatcher's ratio was within 3 % of that strategy's (the run-to-run noise of this GPU;
-    see :func:`zoo_row`)."""
+    see :func:`helpers.models.anyshape.zoo_row`)."""
     rows = []
     for M, N in outs:
         for K in ks:
             recs = measure(candidates(M, N, K, (K % 8 == 0 and N % 8 == 0)), (M, N, K), dtype, rounds=rounds,
                            budget_ms=budget_ms)
-            rows.append(zoo_row(recs))
+            rows.append(model.zoo_row(recs))
     return rows
-
-
-def zoo_row(recs: list) -> dict:
-    """One zoo cell from its records: the dispatcher's ("auto") record against the others."""
-    auto = next(r for r in recs if r["params"]["strategy"] == "auto")
-    plan = auto["title"].removeprefix("auto: ")
-    # Other strategies: the sm_80 family's records whose plan differs from the dispatcher's.
-    # The candidate that runs the same plan is the same launch measured twice: its spread
-    # is the noise of the measurement (kept as "same plan again"), not a competitor.
-    others = [r for r in recs if r["params"]["strategy"] not in ("auto", "hopper") and r.get("ratio")
-              and r["title"] != plan]
-    twin = next((r for r in recs if r["params"]["strategy"] not in ("auto", "hopper") and r["title"] == plan), None)
-    best = max(others, key=lambda r: r["ratio"])     # ratios: each against cuBLAS in its own rounds
-    hop = next((r for r in recs if r["params"]["strategy"] == "hopper" and r.get("ms")), None)
-    return {"M": auto["shape"][0], "N": auto["shape"][1], "K": auto["shape"][2], "dtype": auto["dtype"],
-            "plan": plan, "reason": auto.get("note"), "ratio": auto["ratio"], "TFLOP/s": auto["value"],
-            "cuBLAS TFLOP/s": auto["reference_value"], "best other": best["title"], "best other ratio": best["ratio"],
-            "within 3% of best": auto["ratio"] >= 0.97 * best["ratio"],
-            "same plan again": twin["ratio"] if twin else None,
-            "hopper ratio": hop["ratio"] if hop else None, "records": recs}
 
 
 # ------------------------------------------------------------------ notebook calls
@@ -436,32 +416,12 @@ def show_waves(dtype: str = "float16") -> dict | None:
     return {**data, "where": where}
 
 
-def splitk_cap_rows(splitk: list, waves: dict) -> list:
-    """For each shape of ``splitk`` (show_splitk's records) the model's split against the SM
-    count and the clock: SMs busy without and with it, their ratio, the cap the control's
-    per-SM rates allow (:func:`helpers.models.anyshape.splitk_gain_cap`) and the measured gain
-    over the same kernel unsplit. ``waves``: show_waves' data (its "control" and "sms")."""
-    ctl = sorted(waves["control"], key=lambda r: r["busy SMs"])
-    busy, rate = [r["busy SMs"] for r in ctl], [r["TFLOP/s per SM"] for r in ctl]
-    rows = []
-    for r in splitk:
-        if r["params"].get("strategy") != "splitk":
-            continue
-        M, N, K = r["shape"]
-        c = model.splitk_gain_cap(model.tiles(M, N), r["splits"], waves["sms"], busy, rate)
-        rows.append({"M x N x K": f"{M} x {N} x {K}", "tiles": model.tiles(M, N), "splits": r["splits"],
-                     "SMs busy, unsplit": c["busy_unsplit"], "SMs busy, split": c["busy_split"],
-                     "more SMs": round(c["sm_ratio"], 2), "cap from the measured per-SM rate": round(c["cap"], 2),
-                     "measured gain (two-pass, over no split)": r["over_no_split"]})
-    return rows
-
-
 def show_splitk_cap(splitk: list, waves: dict | None) -> list:
-    """:func:`splitk_cap_rows` as a table (nothing when either input is missing)."""
+    """:func:`helpers.models.anyshape.splitk_cap_rows` as a table (nothing when either input is missing)."""
     if not splitk or not waves:
         print("The split-K cap needs both the split-K table and the wave control above.")
         return []
-    rows = splitk_cap_rows(splitk, waves)
+    rows = model.splitk_cap_rows(splitk, waves)
     show.table(rows, list(rows[0]), "An estimate of what split-K can gain at most: the SMs it adds, weighted by "
                "the per-SM rate the wave control measured at each count; computed from the split-K records "
                f"({splitk[0].get('where', '?')}) and the wave control ({waves.get('where', '?')}).")

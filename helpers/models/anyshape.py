@@ -236,3 +236,46 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
                             "multiples (no guard fires), C copied back",
                  "repack": "unaligned rows: A and B repacked to 16-byte rows"}[ops]
     return Plan(operands=ops, reason=f"{why_o}; {why}", **sched)
+
+
+def zoo_row(recs: list) -> dict:
+    """One zoo cell from its records (chapter 9's bench records of one shape, each with
+    "params"["strategy"], "title", "ratio", ...): the dispatcher's ("auto") record against the
+    others. Raises StopIteration when no "auto" record is there."""
+    auto = next(r for r in recs if r["params"]["strategy"] == "auto")
+    plan = auto["title"].removeprefix("auto: ")
+    # Other strategies: the sm_80 family's records whose plan differs from the dispatcher's.
+    # The candidate that runs the same plan is the same launch measured twice: its spread
+    # is the noise of the measurement (kept as "same plan again"), not a competitor.
+    others = [r for r in recs if r["params"]["strategy"] not in ("auto", "hopper") and r.get("ratio")
+              and r["title"] != plan]
+    twin = next((r for r in recs if r["params"]["strategy"] not in ("auto", "hopper") and r["title"] == plan), None)
+    best = max(others, key=lambda r: r["ratio"])     # ratios: each against cuBLAS in its own rounds
+    hop = next((r for r in recs if r["params"]["strategy"] == "hopper" and r.get("ms")), None)
+    return {"M": auto["shape"][0], "N": auto["shape"][1], "K": auto["shape"][2], "dtype": auto["dtype"],
+            "plan": plan, "reason": auto.get("note"), "ratio": auto["ratio"], "TFLOP/s": auto["value"],
+            "cuBLAS TFLOP/s": auto["reference_value"], "best other": best["title"], "best other ratio": best["ratio"],
+            "within 3% of best": auto["ratio"] >= 0.97 * best["ratio"],
+            "same plan again": twin["ratio"] if twin else None,
+            "hopper ratio": hop["ratio"] if hop else None, "records": recs}
+
+
+def splitk_cap_rows(splitk: list, waves: dict) -> list:
+    """For each shape of ``splitk`` (chapter 9's split-K records: "params"["strategy"], "shape",
+    "splits", "over_no_split") the model's split against the SM count and the clock: SMs busy
+    without and with it, their ratio, the cap the control's per-SM rates allow
+    (:func:`splitk_gain_cap`) and the measured gain over the same kernel unsplit. ``waves``:
+    chapter 9's wave data ("control": rows with "busy SMs" and "TFLOP/s per SM"; "sms")."""
+    ctl = sorted(waves["control"], key=lambda r: r["busy SMs"])
+    busy, rate = [r["busy SMs"] for r in ctl], [r["TFLOP/s per SM"] for r in ctl]
+    rows = []
+    for r in splitk:
+        if r["params"].get("strategy") != "splitk":
+            continue
+        M, N, K = r["shape"]
+        c = splitk_gain_cap(tiles(M, N), r["splits"], waves["sms"], busy, rate)
+        rows.append({"M x N x K": f"{M} x {N} x {K}", "tiles": tiles(M, N), "splits": r["splits"],
+                     "SMs busy, unsplit": c["busy_unsplit"], "SMs busy, split": c["busy_split"],
+                     "more SMs": round(c["sm_ratio"], 2), "cap from the measured per-SM rate": round(c["cap"], 2),
+                     "measured gain (two-pass, over no split)": r["over_no_split"]})
+    return rows
