@@ -1,8 +1,9 @@
 """Heaven 9's models: waves, split-K, stream-K, and the dispatcher's rules (pure Python).
 
-Everything here is arithmetic on (M, N, K), the tile and the GPU's SM count;
-nothing launches. ``helpers.runtime.anyshape`` runs what :func:`plan`
-decides on the kernels of ``kernels/09_any_shape.cu``.
+Everything here is arithmetic on (M, N, K), the tile and the GPU's SM count, or on
+records already measured (:func:`zoo_row`, :func:`splitk_cap_rows`); nothing launches.
+``helpers.runtime.anyshape`` runs what :func:`plan` decides on the kernels of
+``kernels/09_any_shape.cu``.
 
 Names: a *tile* is one BM x BN block of C; a *wave* is one round of tiles with
 one block per SM (the kernel runs one 256-thread block of 98 KB shared memory
