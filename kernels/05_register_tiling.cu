@@ -47,15 +47,17 @@
 //                the default when MIN_BLOCKS = 1; 0 = plain row by row); see
 //                OUTER_PRODUCT
 //   FAST_INTERIOR  step 6: 1 = tiles wholly inside A and B skip the per-copy
-//                bounds checks; 0 (default) = every copy checked. An experiment
-//                kept for its lesson: at the default tile it removes ~55 of ~2260
-//                instructions issued per k-tile (SASS), yet it ran at 0.98x the
-//                speed of the checked build (0.926 against 0.946 of cuBLAS; H200,
-//                three runs, scripts/ch5_regression.py and a side-by-side timing).
-//                ptxas also allocated 241 registers instead of 225 and issued the
-//                copies in one burst; which of these costs the 2 % was not
-//                isolated. At BK = 8 (twice as many k-tiles, so twice the checks
-//                per FFMA) it measured 1.09x.
+//                bounds checks (one test per k tile); 0 = every copy checked.
+//                Default: 1 when MIN_BLOCKS = 1, like SERPENTINE. It removes
+//                ~55 of ~2260 instructions issued per k tile (SASS), yet its
+//                effect depends on the FMA order it is built with: with the
+//                serpentine order it measured 1.004x the checked build, with the
+//                plain order 0.98x (H200, 4096^3, the four builds timed side by
+//                side: results/h200-fp32-flags.json, scripts/ch5_flags.py). Each
+//                build is a different register allocation by ptxas (225-248
+//                registers); why one allocation issues better than another was
+//                not isolated. Building SERPENTINE=0 FAST_INTERIOR=0 gives the
+//                kernel as it was before either change.
 //   MIN_BLOCKS   second __launch_bounds__ argument (steps 4-6, default 1).
 //                A larger value makes ptxas cap registers at
 //                65536 / (MIN_BLOCKS * threads): the book's pitfall variant.
@@ -92,11 +94,11 @@
 #ifndef GROUP_M
 #define GROUP_M 8
 #endif
-#ifndef FAST_INTERIOR
-#define FAST_INTERIOR 0
-#endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
+#endif
+#ifndef FAST_INTERIOR
+#define FAST_INTERIOR (MIN_BLOCKS == 1)
 #endif
 #include "instrument.cuh"     // OWNER_PARAM, RECORD(idx): the -DRECORD_OWNER=1 build
 
@@ -620,9 +622,9 @@ sgemm_cp_async(const float* __restrict__ A, const float* __restrict__ B,
         // A tile wholly inside A and B needs no check: one test per tile
         // replaces, for each of the CA_A_COPIES + CA_B_COPIES copies, a
         // compare, a select of a dummy source and a src-size operand (~5
-        // instructions each in SASS, issued between the FFMAs). The plain
-        // loop it stands for is the checked one below. Off by default: fewer
-        // instructions did not make this loop faster (see FAST_INTERIOR above).
+        // instructions each in SASS). The plain loop it stands for is the
+        // checked one below, which edge tiles still take. Whether it pays
+        // depends on the rest of the build (see FAST_INTERIOR above).
         if (interior && k0 + BK <= K) {
             const float* a = a_src + k0;
             #pragma unroll

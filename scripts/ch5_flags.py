@@ -1,0 +1,105 @@
+"""Chapter 5's cp_async kernel built with each combination of its two build flags, timed
+side by side on a GPU: results/<gpu>-fp32-flags.json.
+
+Usage (on a GPU machine, from the repository root)::
+
+    GEMM_BOOK_COMMIT=$(git rev-parse --short=12 HEAD) python scripts/ch5_flags.py [--rotations 6]
+
+The flags are ``-D`` switches of kernels/05_register_tiling.cu, not catalog parameters:
+SERPENTINE (the order of the FMAs of one k step) and FAST_INTERIOR (one bounds test per
+k tile for tiles wholly inside A and B). Both default to 1 for uncapped builds. The four
+builds share every tile parameter (the catalog's cp_async defaults) and the shape 4096^3.
+
+Method (METHOD.md): random float32 inputs, the output poisoned with NaN and checked
+against a float64 reference for each build before it is timed; each timing is
+:func:`helpers.runtime.timing.time_pair` (the build and cuBLAS in 3 alternating rounds);
+``--rotations`` timings per build, the builds' order rotated every rotation and reversed
+every other one, so no build always runs first or hot. The record keeps every ratio, their
+median, the medians of TFLOP/s, and the registers and local memory NVRTC gave each build.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import helpers  # noqa: E402,F401  (fills the catalog)
+from helpers.runtime import catalog, gpu, launch, results, timing, verify  # noqa: E402
+
+KEY = "cp_async"
+FLAGS = ("SERPENTINE", "FAST_INTERIOR")
+SHAPE = (4096, 4096, 4096)
+ARTIFACT = "fp32-flags"
+
+
+def builds() -> list[dict]:
+    """The four flag combinations, the kernel's default (1, 1) first."""
+    return [dict(zip(FLAGS, v)) for v in itertools.product((1, 0), repeat=len(FLAGS))]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rotations", type=int, default=6, help="timings per build (default 6)")
+    ap.add_argument("--out", help="also copy the record into this directory")
+    a = ap.parse_args(argv)
+    if a.rotations < 1:
+        raise SystemExit(f"--rotations={a.rotations}: must be >= 1")
+    if not gpu.live():
+        raise SystemExit("ch5_flags: no GPU here; nothing measured")
+    cp = gpu.cupy()
+    spec = catalog.get(KEY)
+    p = dict(spec.defaults)
+    M, N, K = SHAPE
+    A, B = verify.random_matrix((M, K)), verify.random_matrix((K, N))
+    ref = verify.reference_gemm(A, B)
+    C = cp.empty((M, N), cp.float32)
+    blas = timing.cublas_gemm(A, B, cp.empty((M, N), cp.float32))
+    fl = timing.gemm_flops(M, N, K)
+    rows = []
+    for flags in builds():
+        L = launch.prepare(KEY, SHAPE, extra_defines=flags, **p)
+        verify.poison(C)
+        L(A, B, C, M, N, K)
+        err = verify.check(C, ref, "float32", what=f"{KEY} {flags}")
+        r = L.resources()
+        rows.append({"flags": flags, "registers": r["registers"], "local_bytes": r["local_bytes"],
+                     "rel_err": err, "timings": []})
+    n = len(rows)
+    for rot in range(a.rotations):
+        order = list(range(rot % n, n)) + list(range(rot % n))
+        for i in (order if rot % 2 == 0 else order[::-1]):
+            L = launch.prepare(KEY, SHAPE, extra_defines=rows[i]["flags"], **p)   # cached
+            t = timing.time_pair(lambda: L(A, B, C, M, N, K), blas, rounds=3)
+            rows[i]["timings"].append({"ratio": round(t["ratio"], 5), "tflops": round(timing.tflops(fl, t["ms"]), 3),
+                                       "cublas_tflops": round(timing.tflops(fl, t["ref_ms"]), 3)})
+        print(f"rotation {rot}: " + "  ".join(f"{r['flags']} {r['timings'][-1]['ratio']:.4f}" for r in rows), flush=True)
+    for r in rows:
+        ts = r["timings"]
+        r["ratio"] = round(statistics.median(t["ratio"] for t in ts), 4)
+        r["tflops"] = round(statistics.median(t["tflops"] for t in ts), 2)
+        r["cublas_tflops"] = round(statistics.median(t["cublas_tflops"] for t in ts), 2)
+    doc = {"provenance": results.provenance(),
+           "command": "python scripts/ch5_flags.py --rotations " + str(a.rotations),
+           "kernel": KEY, "params": p, "shape": list(SHAPE), "flags": list(FLAGS),
+           "method": "each timing: time_pair, 3 alternating rounds against cuBLAS (cupy.matmul); "
+                     "builds rotated every rotation, reversed every other one",
+           "rows": rows}
+    slug = results.DEFAULT_SLUG
+    out = results.RESULTS_DIR / f"{slug}-{ARTIFACT}.json"
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"ch5_flags: wrote {out}")
+    for r in rows:
+        print(f"  {r['flags']}: {r['ratio']:.4f} of cuBLAS ({r['tflops']} vs {r['cublas_tflops']} TFLOP/s), "
+              f"{r['registers']} registers, {r['local_bytes']} B local")
+    if a.out:
+        Path(a.out).mkdir(parents=True, exist_ok=True)
+        (Path(a.out) / out.name).write_text(out.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
