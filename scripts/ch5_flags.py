@@ -7,8 +7,10 @@ Usage (on a GPU machine, from the repository root)::
 
 The flags are ``-D`` switches of kernels/05_register_tiling.cu, not catalog parameters:
 SERPENTINE (the order of the FMAs of one k step) and FAST_INTERIOR (one bounds test per
-k tile for tiles wholly inside A and B). Both default to 1 for uncapped builds. The four
-builds share every tile parameter (the catalog's cp_async defaults) and the shape 4096^3.
+k tile for tiles wholly inside A and B). Both default to 1 for uncapped builds. Two sets of
+four builds, each set sharing one tile: the catalog's cp_async defaults (128 x 256 x 16,
+3 stages) and the 128 x 128 x 8 tile of chapter 5's controls table (3 stages), where a
+k tile holds half as many FFMAs per bounds check. Shape 4096^3.
 
 Method (METHOD.md): random float32 inputs, the output poisoned with NaN and checked
 against a float64 reference for each build before it is timed; each timing is
@@ -34,6 +36,9 @@ KEY = "cp_async"
 FLAGS = ("SERPENTINE", "FAST_INTERIOR")
 SHAPE = (4096, 4096, 4096)
 ARTIFACT = "fp32-flags"
+# The second tile, as overrides of the defaults: chapter 5's controls compare cp_async and
+# warptile_db there (helpers.chapters.ch05_register_tiling.twins).
+SMALL_TILE = {"BN": 128, "WN": 32, "TN": 8, "BK": 8}
 
 
 def builds() -> list[dict]:
@@ -52,49 +57,54 @@ def main(argv=None) -> int:
         raise SystemExit("ch5_flags: no GPU here; nothing measured")
     cp = gpu.cupy()
     spec = catalog.get(KEY)
-    p = dict(spec.defaults)
     M, N, K = SHAPE
     A, B = verify.random_matrix((M, K)), verify.random_matrix((K, N))
     ref = verify.reference_gemm(A, B)
     C = cp.empty((M, N), cp.float32)
     blas = timing.cublas_gemm(A, B, cp.empty((M, N), cp.float32))
     fl = timing.gemm_flops(M, N, K)
-    rows = []
-    for flags in builds():
-        L = launch.prepare(KEY, SHAPE, extra_defines=flags, **p)
-        verify.poison(C)
-        L(A, B, C, M, N, K)
-        err = verify.check(C, ref, "float32", what=f"{KEY} {flags}")
-        r = L.resources()
-        rows.append({"flags": flags, "registers": r["registers"], "local_bytes": r["local_bytes"],
-                     "rel_err": err, "timings": []})
-    n = len(rows)
-    for rot in range(a.rotations):
-        order = list(range(rot % n, n)) + list(range(rot % n))
-        for i in (order if rot % 2 == 0 else order[::-1]):
-            L = launch.prepare(KEY, SHAPE, extra_defines=rows[i]["flags"], **p)   # cached
-            t = timing.time_pair(lambda: L(A, B, C, M, N, K), blas, rounds=3)
-            rows[i]["timings"].append({"ratio": round(t["ratio"], 5), "tflops": round(timing.tflops(fl, t["ms"]), 3),
-                                       "cublas_tflops": round(timing.tflops(fl, t["ref_ms"]), 3)})
-        print(f"rotation {rot}: " + "  ".join(f"{r['flags']} {r['timings'][-1]['ratio']:.4f}" for r in rows), flush=True)
-    for r in rows:
-        ts = r["timings"]
-        r["ratio"] = round(statistics.median(t["ratio"] for t in ts), 4)
-        r["tflops"] = round(statistics.median(t["tflops"] for t in ts), 2)
-        r["cublas_tflops"] = round(statistics.median(t["cublas_tflops"] for t in ts), 2)
+    sets = []
+    for p in (dict(spec.defaults), {**spec.defaults, **SMALL_TILE}):
+        rows = []
+        for flags in builds():
+            L = launch.prepare(KEY, SHAPE, extra_defines=flags, **p)
+            verify.poison(C)
+            L(A, B, C, M, N, K)
+            err = verify.check(C, ref, "float32", what=f"{KEY} {p} {flags}")
+            r = L.resources()
+            rows.append({"flags": flags, "registers": r["registers"], "local_bytes": r["local_bytes"],
+                         "rel_err": err, "timings": []})
+        n = len(rows)
+        for rot in range(a.rotations):
+            order = list(range(rot % n, n)) + list(range(rot % n))
+            for i in (order if rot % 2 == 0 else order[::-1]):
+                L = launch.prepare(KEY, SHAPE, extra_defines=rows[i]["flags"], **p)   # cached
+                t = timing.time_pair(lambda: L(A, B, C, M, N, K), blas, rounds=3)
+                rows[i]["timings"].append({"ratio": round(t["ratio"], 5),
+                                           "tflops": round(timing.tflops(fl, t["ms"]), 3),
+                                           "cublas_tflops": round(timing.tflops(fl, t["ref_ms"]), 3)})
+            print(f"{p['BM']}x{p['BN']}x{p['BK']} rotation {rot}: "
+                  + "  ".join(f"{r['flags']} {r['timings'][-1]['ratio']:.4f}" for r in rows), flush=True)
+        for r in rows:
+            ts = r["timings"]
+            r["ratio"] = round(statistics.median(t["ratio"] for t in ts), 4)
+            r["tflops"] = round(statistics.median(t["tflops"] for t in ts), 2)
+            r["cublas_tflops"] = round(statistics.median(t["cublas_tflops"] for t in ts), 2)
+        sets.append({"params": p, "rows": rows})
     doc = {"provenance": results.provenance(),
            "command": "python scripts/ch5_flags.py --rotations " + str(a.rotations),
-           "kernel": KEY, "params": p, "shape": list(SHAPE), "flags": list(FLAGS),
+           "kernel": KEY, "shape": list(SHAPE), "flags": list(FLAGS),
            "method": "each timing: time_pair, 3 alternating rounds against cuBLAS (cupy.matmul); "
-                     "builds rotated every rotation, reversed every other one",
-           "rows": rows}
-    slug = results.DEFAULT_SLUG
-    out = results.RESULTS_DIR / f"{slug}-{ARTIFACT}.json"
+                     "within a set the builds are rotated every rotation and reversed every other one",
+           "sets": sets}
+    out = results.RESULTS_DIR / f"{results.DEFAULT_SLUG}-{ARTIFACT}.json"
     out.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"ch5_flags: wrote {out}")
-    for r in rows:
-        print(f"  {r['flags']}: {r['ratio']:.4f} of cuBLAS ({r['tflops']} vs {r['cublas_tflops']} TFLOP/s), "
-              f"{r['registers']} registers, {r['local_bytes']} B local")
+    for st in sets:
+        for r in st["rows"]:
+            print(f"  {st['params']['BM']}x{st['params']['BN']}x{st['params']['BK']} {r['flags']}: "
+                  f"{r['ratio']:.4f} of cuBLAS ({r['tflops']} vs {r['cublas_tflops']} TFLOP/s), "
+                  f"{r['registers']} registers, {r['local_bytes']} B local")
     if a.out:
         Path(a.out).mkdir(parents=True, exist_ok=True)
         (Path(a.out) / out.name).write_text(out.read_text())

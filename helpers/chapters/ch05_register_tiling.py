@@ -8,7 +8,7 @@ from __future__ import annotations
 from helpers.figures import show
 from helpers.models import tiles
 from helpers.models.raster import cdiv
-from helpers.runtime import bench, catalog, panels
+from helpers.runtime import bench, catalog, panels, results
 from helpers.runtime.catalog import Kernel, frozen_sweep, register
 from helpers.runtime.checks import multiple_of
 
@@ -333,3 +333,58 @@ def show_controls(shape=(4096, 4096, 4096)) -> dict:
             print(f"cp_async at its defaults (Nsight Compute, {where}): DRAM busy {pn['dram_pct']:.1f} % of its peak, "
                   f"L2 hit rate {pn['l2_hit']:.1f} %, DRAM reads {pn['dram_read'] / ab:.1f}x the bytes of A and B")
     return {"steps": step_rows, "group_m": group_rows, "records": recs}
+
+
+# ------------------------------------------------------------------ build flags (recorded)
+FLAGS_ARTIFACT = "fp32-flags"     # results/<gpu>-fp32-flags.json, written by scripts/ch5_flags.py
+
+
+def flag_rows(slug: str = results.DEFAULT_SLUG) -> dict | None:
+    """The recorded side-by-side timing of ``cp_async`` built with each combination of its two
+    ``-D`` flags, SERPENTINE (FMA order) and FAST_INTERIOR (one bounds test per k tile), at two
+    tiles (``results/<slug>-fp32-flags.json``, written on a GPU by ``scripts/ch5_flags.py``).
+    Returns None when it is not recorded, else {"rows": one row per build and tile ("tile",
+    "FMA order", "copies", "registers", "TFLOP/s", "ratio": median ratio to cuBLAS, "range":
+    lowest and highest of the timings, "timings", "flags"), "effects": {tile: {"serpentine
+    (checked copies)", "serpentine (interior copies)", "interior (plain order)", "interior
+    (serpentine order)"}: ratio of the medians}, "where", "command"}."""
+    doc = results.artifact(FLAGS_ARTIFACT, slug)
+    if doc is None:
+        return None
+    rows, effects = [], {}
+    for st in doc["sets"]:
+        p = st["params"]
+        tile = f"{p['BM']} x {p['BN']} x {p['BK']}"
+        by = {(r["flags"]["SERPENTINE"], r["flags"]["FAST_INTERIOR"]): r["ratio"] for r in st["rows"]}
+        effects[tile] = {"serpentine (checked copies)": by[1, 0] / by[0, 0],
+                         "serpentine (interior copies)": by[1, 1] / by[0, 1],
+                         "interior (plain order)": by[0, 1] / by[0, 0],
+                         "interior (serpentine order)": by[1, 1] / by[1, 0]}
+        for r in st["rows"]:
+            f, ratios = r["flags"], [t["ratio"] for t in r["timings"]]
+            rows.append({"tile": tile, "FMA order": "serpentine" if f["SERPENTINE"] else "plain",
+                         "copies": "interior tiles unchecked" if f["FAST_INTERIOR"] else "every copy checked",
+                         "registers": r["registers"], "TFLOP/s": r["tflops"], "ratio": r["ratio"],
+                         "range": f"{min(ratios):.3f}-{max(ratios):.3f}", "timings": len(ratios), "flags": f})
+    return {"rows": rows, "effects": effects, "where": results.artifact_where(doc, FLAGS_ARTIFACT, slug),
+            "command": doc["command"]}
+
+
+def show_flags(slug: str = results.DEFAULT_SLUG) -> dict | None:
+    """Display :func:`flag_rows` as one table and print each flag's effect with the other flag
+    held (a ratio of medians, per tile); one line when nothing is recorded. Returns the rows."""
+    out = flag_rows(slug)
+    if out is None:
+        print(f"The build-flag comparison is not recorded for this GPU (scripts/ch5_flags.py writes "
+              f"results/<gpu>-{FLAGS_ARTIFACT}.json).")
+        return None
+    n = out["rows"][0]["timings"]
+    show.table(out["rows"], ["tile", "FMA order", "copies", "registers", "TFLOP/s",
+                             ("ratio", "ratio to cuBLAS (median)"), ("range", "lowest-highest")],
+               f"cp_async built four ways per tile (SERPENTINE x FAST_INTERIOR), fp32 4096^3; each build "
+               f"timed {n} times against cuBLAS in alternating rounds, the builds' order rotated; registers "
+               f"as NVRTC allocated them. Recorded, not measured now: {out['where']}.")
+    for tile, e in out["effects"].items():
+        print(f"{tile}: " + ", ".join(f"{k} x{v:.3f}" for k, v in e.items()))
+    print("Recorded with:", out["command"])
+    return out
