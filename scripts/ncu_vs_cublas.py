@@ -58,13 +58,14 @@ def child_cublas(dtype: str, M: int, N: int, K: int) -> None:
 def tile_control(doc: dict, key: str) -> dict:
     """Time ``key`` at its default tile and at cuBLAS's (from ``doc``'s cuBLAS kernel name),
     warp tile 64 x 64 for both, the default first and last (bench.gemm, 5 alternating rounds)."""
-    from helpers.runtime import bench
+    from helpers.runtime import bench, results
     p = dict(catalog.get(key).params())
     t = counters.cublas_tile(doc["runs"][0]["kernel"])
     theirs = {**p, **{k: t[k] for k in ("BM", "BN", "BK", "STAGES") if k in t}}
     theirs_bk16 = {**theirs, "BK": 16}
     recs = bench.gemm([(key, p), (key, theirs), (key, theirs_bk16), (key, p)], tuple(doc["shape"]), rounds=5)
-    return {"what": f"{key} at its default tile and at cuBLAS's tile ({t}), {doc['shape']}, "
+    return {"provenance": results.provenance(),     # the profile above may come from another commit
+            "what": f"{key} at its default tile and at cuBLAS's tile ({t}), {doc['shape']}, "
                     "helpers.runtime.bench.gemm with 5 alternating rounds against cuBLAS, in the order listed",
             "command": "python scripts/ncu_vs_cublas.py --tile-control",
             "rows": [{"BM": r["params"]["BM"], "BN": r["params"]["BN"], "BK": r["params"]["BK"],
