@@ -50,14 +50,15 @@
 //                bounds checks (one test per k tile); 0 = every copy checked.
 //                Default: 1 when MIN_BLOCKS = 1, like SERPENTINE. It removes
 //                ~55 of ~2260 instructions issued per k tile (SASS), yet its
-//                effect depends on the FMA order it is built with: with the
-//                serpentine order it measured 1.004x the checked build, with the
-//                plain order 0.98x (H200, 4096^3, the four builds timed side by
-//                side: results/h200-fp32-flags.json, scripts/ch5_flags.py). Each
-//                build is a different register allocation by ptxas (225-248
+//                effect depends on the build: at the default tile it measured
+//                1.003x the checked build with the serpentine order and 0.978x
+//                with the plain order; at 128 x 128 x 8, 1.072x and 0.987x
+//                (H200, 4096^3, four builds per tile timed side by side:
+//                scripts/ch5_flags.py, results/h200-fp32-flags.json). Each build
+//                is a different register allocation by ptxas (146-248
 //                registers); why one allocation issues better than another was
-//                not isolated. Building SERPENTINE=0 FAST_INTERIOR=0 gives the
-//                kernel as it was before either change.
+//                not isolated. SERPENTINE=0 FAST_INTERIOR=0 builds the kernel as
+//                it was before either switch.
 //   MIN_BLOCKS   second __launch_bounds__ argument (steps 4-6, default 1).
 //                A larger value makes ptxas cap registers at
 //                65536 / (MIN_BLOCKS * threads): the book's pitfall variant.

@@ -144,14 +144,22 @@ LIVE_TUNE = {"key": "mma_sync_f16", "shape": (2048, 2048, 2048), "top": 4, "samp
 
 def tuning_recorded(slug: str = results.DEFAULT_SLUG) -> tuple[list, str]:
     """(runs at the book's shape, where) of the recorded autotuner file; where reads
-    "recorded on NVIDIA H200, 2026-12-01, commit ..., results/h200-tuning.json"."""
+    "recorded on NVIDIA H200, 2026-12-01, commit ..., results/h200-tuning.json", or names
+    each commit with its kernels when the runs were tuned at different commits."""
     doc = results.artifact("tuning", slug)
     f = f"results/{slug}-tuning.json"
     if doc is None:
         return [], f"not recorded yet ({f} is written by scripts/tune.py on a GPU)"
     prov = doc.get("provenance", {})
     runs = [r for r in doc.get("runs", []) if list(r.get("shape", [])) == list(SHAPE)]
-    return runs, f"recorded on {prov.get('gpu', '?')}, {prov.get('date', '?')}, commit {prov.get('commit', '?')}, {f}"
+    # Kernels are re-tuned separately, so the runs of one file can come from different commits:
+    # name each run's commit (its own provenance, else the file's).
+    by = {}
+    for r in runs:
+        by.setdefault(r.get("provenance", prov).get("commit", "?"), []).append(r["kernel"])
+    commits = (f"commit {next(iter(by))}" if len(by) <= 1 else
+               "commits " + "; ".join(f"{c} ({', '.join(ks)})" for c, ks in by.items()))
+    return runs, f"recorded on {prov.get('gpu', '?')}, {prov.get('date', '?')}, {commits}, {f}"
 
 
 def shipped_default_record(key: str, shape=SHAPE) -> dict | None:
@@ -417,7 +425,7 @@ def cublas_rows(slug: str = results.DEFAULT_SLUG) -> dict | None:
                                          counters.derived(blas["metrics"], shape, "ffma"), CUBLAS_FIELDS),
             "control": _control_rows(doc.get("tile_control", {}).get("rows", []), p,
                                      counters.cublas_tile(blas["kernel"])),
-            "where": results.artifact_where(doc, CUBLAS_ARTIFACT, slug),
+            "where": results.artifact_where(doc, CUBLAS_ARTIFACT, slug, commit=True),
             "commands": [r["command"] for r in doc["runs"]]}
     for r in rows["counters"]:            # ncu prints stalls to two decimals: no ratio of two tiny ones
         if r["field"].startswith("stall:") and min(r["a"], r["b"] or 0) < 0.05:

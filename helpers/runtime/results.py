@@ -221,11 +221,13 @@ def artifact(name: str, slug: str = DEFAULT_SLUG) -> dict | None:
     return json.loads(p.read_text())
 
 
-def artifact_where(doc: dict | None, name: str, slug: str = DEFAULT_SLUG) -> str:
+def artifact_where(doc: dict | None, name: str, slug: str = DEFAULT_SLUG, commit: bool = False) -> str:
     """Where an :func:`artifact` came from, for a caption: "recorded on <gpu>
-    (<date>, results/<slug>-<name>.json)", or "not recorded yet (...)"."""
+    (<date>, results/<slug>-<name>.json)", with ``commit`` "(<date>, commit <sha>, ...)"
+    (for a record that can lag behind the code it measured), or "not recorded yet (...)"."""
     f = f"results/{slug}-{name}.json"
     if doc is None:
         return f"not recorded yet ({f} is written on a GPU)"
     prov = doc.get("provenance", {})
-    return f"recorded on {prov.get('gpu', '?')} ({prov.get('date', '?')}, {f})"
+    sha = f"commit {prov.get('commit', '?')}, " if commit else ""
+    return f"recorded on {prov.get('gpu', '?')} ({prov.get('date', '?')}, {sha}{f})"
