@@ -67,7 +67,7 @@ def test_the_prose_quotes_the_recording():
             f"unchecked interior {_pct(big['interior (serpentine order)'])} with the serpentine order",
             f"together run at {both(tiles[0]):.3f} of cuBLAS against {neither(tiles[0]):.3f} with neither",
             f"is {abs(big['interior (plain order)'] - 1) * 100:.0f} % *slower*",
-            f"(x{small['serpentine (checked copies)']:.3f} and x{small['interior (plain order)']:.3f})",
+            f"(serpentine alone x{small['serpentine (checked copies)']:.3f}, unchecked interior alone x{small['interior (plain order)']:.3f})",
             f"{(both(tiles[1]) / neither(tiles[1]) - 1) * 100:.1f} % faster than neither",
             f"{both(tiles[1]):.3f} against {neither(tiles[1]):.3f}"):
         assert claim in text, claim
