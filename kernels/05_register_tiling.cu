@@ -200,7 +200,8 @@ sgemm_reg1d(const float* __restrict__ A, const float* __restrict__ B,
 // Each acc[i][j] receives the same FMAs in the same k order, so the result
 // is bit-for-bit the same. For step 6 at its default tile on the H200 this
 // order measured 0.949-0.950 of cuBLAS against 0.943-0.944 for the plain
-// one (4096^3; three runs, each timing both builds four times, alternately).
+// one (4096^3; three runs, each timing both builds four times, alternately;
+// all with FAST_INTERIOR = 0: for the two switches together see FAST_INTERIOR).
 // A likely reason: an operand read by two consecutive instructions can come
 // from the operand reuse cache instead of the register file, and in the
 // SASS ptxas marks such a reuse in 1845 of the 2048 FFMAs of a k-tile
