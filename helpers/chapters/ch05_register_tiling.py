@@ -354,7 +354,7 @@ def flag_rows(slug: str = results.DEFAULT_SLUG) -> dict | None:
     rows, effects = [], {}
     for st in doc["sets"]:
         p = st["params"]
-        tile = f"{p['BM']} x {p['BN']} x {p['BK']}"
+        tile = f"{p['BM']}x{p['BN']}x{p['BK']}"
         by = {(r["flags"]["SERPENTINE"], r["flags"]["FAST_INTERIOR"]): r["ratio"] for r in st["rows"]}
         effects[tile] = {"serpentine (checked copies)": by[1, 0] / by[0, 0],
                          "serpentine (interior copies)": by[1, 1] / by[0, 1],
