@@ -260,3 +260,21 @@ def test_the_cublas_comparison_says_what_its_recording_shows():
     own = [r["ratio to cuBLAS"] for r in rows["control"] if r["block tile"] == "128 x 256 x 16"]
     theirs = [r["ratio to cuBLAS"] for r in rows["control"] if r["block tile"].startswith("256 x 128")]
     assert len(own) == 2 and theirs and min(own) > max(theirs)
+
+
+def test_the_cublas_control_caption_names_the_controls_own_commit(monkeypatch):
+    """scripts/ncu_vs_cublas.py --tile-control is a separate command: when its block carries its
+    own provenance, the control table's caption names that commit, not the profile's."""
+    import copy
+    from helpers.chapters import ch08_profiling as ch
+    from helpers.runtime import results
+    doc = results.artifact(ch.CUBLAS_ARTIFACT)
+    if doc is None:
+        pytest.skip("results/h200-ncu-cublas.json not recorded")
+    rows = ch.cublas_rows()
+    assert rows["control_where"] == rows["where"] or "provenance" in doc.get("tile_control", {})
+    later = copy.deepcopy(doc)
+    later["tile_control"]["provenance"] = {**doc["provenance"], "commit": "abc1234"}
+    monkeypatch.setattr(results, "artifact", lambda name, slug=results.DEFAULT_SLUG: later)
+    rows = ch.cublas_rows()
+    assert "commit abc1234" in rows["control_where"] and "commit abc1234" not in rows["where"]

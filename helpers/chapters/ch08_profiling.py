@@ -403,7 +403,8 @@ def cublas_rows(slug: str = results.DEFAULT_SLUG) -> dict | None:
     threads, registers per thread, dynamic shared memory in KiB, blocks), "counters":
     :func:`helpers.models.counters.compare` rows of :data:`CUBLAS_FIELDS` per FFMA (a = ours,
     b = cuBLAS), "control": the kernel timed at its own tile and at cuBLAS's (ratio to cuBLAS,
-    same run), "where", "commands"}. Raises KeyError when a recorded run lacks a counter."""
+    same run), "where", "control_where" (the control's own provenance where it has one),
+    "commands"}. Raises KeyError when a recorded run lacks a counter."""
     doc = results.artifact(CUBLAS_ARTIFACT, slug)
     if doc is None:
         return None
@@ -426,6 +427,9 @@ def cublas_rows(slug: str = results.DEFAULT_SLUG) -> dict | None:
             "control": _control_rows(doc.get("tile_control", {}).get("rows", []), p,
                                      counters.cublas_tile(blas["kernel"])),
             "where": results.artifact_where(doc, CUBLAS_ARTIFACT, slug, commit=True),
+            # the tile control is timed by a separate command and names its own commit when it has one
+            "control_where": results.artifact_where({"provenance": doc.get("tile_control", {}).get(
+                "provenance", doc.get("provenance", {}))}, CUBLAS_ARTIFACT, slug, commit=True),
             "commands": [r["command"] for r in doc["runs"]]}
     for r in rows["counters"]:            # ncu prints stalls to two decimals: no ratio of two tiny ones
         if r["field"].startswith("stall:") and min(r["a"], r["b"] or 0) < 0.05:
@@ -454,7 +458,7 @@ def show_cublas_fp32(slug: str = results.DEFAULT_SLUG) -> dict | None:
     if rows["control"]:
         show.table(rows["control"], ["what", "block tile", "stages", "TFLOP/s", "ratio to cuBLAS"],
                    f"Control: {ours} at its own tile and at cuBLAS's (8 warps of 64 x 64 in every row), "
-                   f"each against cuBLAS in 5 alternating rounds, in this order, in one run; {rows['where']}.")
+                   f"each against cuBLAS in 5 alternating rounds, in this order, in one run; {rows['control_where']}.")
     print(f"cuBLAS's kernel: {rows['cublas_kernel']}")
     print("Profiled with:", *rows["commands"], sep="\n  ")
     return rows
