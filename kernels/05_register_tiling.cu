@@ -56,7 +56,7 @@
 //                (H200, 4096^3, four builds per tile timed side by side:
 //                scripts/ch5_flags.py, results/h200-fp32-flags.json). Each build
 //                is a different register allocation by ptxas (146-248
-//                registers); why one allocation issues better than another was
+//                registers); why one allocation runs faster than another was
 //                not isolated. SERPENTINE=0 FAST_INTERIOR=0 builds the kernel as
 //                it was before either switch.
 //   MIN_BLOCKS   second __launch_bounds__ argument (steps 4-6, default 1).
