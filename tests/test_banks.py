@@ -1,6 +1,6 @@
 """Unit tests of helpers/models/banks.py (the shared-memory bank model) and of the
 chapter-4 catalog rules. CPU only; the SASS cross-check needs nvcc and
-cuobjdump and skips without them. The model against Nsight Compute on a GPU:
+nvdisasm and skips without them. The model against Nsight Compute on a GPU:
 tests/gpu/test_banks_ncu.py."""
 from __future__ import annotations
 
@@ -291,8 +291,8 @@ SASS_CASES = [("tile1d_conflict", {"BK": 32}), ("tile1d_conflict", {"BK": 16}),
               ("transpose_padded", {"TILE": 32, "BLOCK_ROWS": 8})]
 
 
-@pytest.mark.skipif(kc.cuobjdump_path() is None or kc.nvcc_path() is None,
-                    reason="needs nvcc and cuobjdump (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
+@pytest.mark.skipif(kc.tool_path("nvdisasm") is None or kc.nvcc_path() is None,
+                    reason="needs nvcc and nvdisasm (pip install nvidia-cuda-nvdisasm, in requirements.txt)")
 @pytest.mark.parametrize("key,p", SASS_CASES)
 def test_model_counts_the_instructions_the_compiler_emits(key, p):
     """The model's shared-memory instructions per warp and tile, by width

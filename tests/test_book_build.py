@@ -20,6 +20,10 @@ failed or 4xx/5xx requests and no request to any host but the local server
 phone, 412 px wide and in the dark theme: no page is wider than the screen,
 and every figure is drawn on a transparent or dark background with light text.
 
+Tiers (tests/conftest.py): the fast tier opens :data:`FAST_PAGES` (the landing page, one
+SIMT chapter, one Tensor Core chapter and the appendix) in both passes; ``pytest --full``
+opens every page and builds the probe book. Each page opened prints a progress line.
+
 Chromium: ``$BOOK_TEST_CHROMIUM``, else ``chromium`` on PATH, else
 ``/usr/bin/chromium`` (Debian: ``apt-get install chromium``). Never
 ``playwright install``: it downloads a browser. Without Chromium or Playwright
@@ -31,9 +35,9 @@ import functools
 import http.server
 import json
 import os
+import queue
 import re
 import shutil
-import subprocess
 import sys
 import textwrap
 import threading
@@ -45,6 +49,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+import _progress
+import _tier
+
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK_MAX_BYTES = 1_500_000
 BUILD_TIMEOUT_S = 900
@@ -52,6 +59,10 @@ QUIET_S = 1.0            # a page has settled when no request started or ended f
 SETTLE_TIMEOUT_S = 30    # ... and it must settle within this
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+# The fast tier's pages: the landing page (and the root redirect), a SIMT chapter, a Tensor
+# Core chapter and the appendix.
+FAST_PAGES = ("index.html", "book/intro.html", "book/03_smem_tiling.html", "book/07_mma_sync.html",
+              "book/11_pitfalls.html")
 CDN_HINTS = re.compile(r"cdn\.plot\.ly|cdn\.jsdelivr|unpkg\.com|cdnjs|googleapis|require\.min\.js")
 
 
@@ -129,7 +140,10 @@ def build_book(src: Path, out: Path, toc: Path | None = None, config: Path | Non
         cmd += ["--config", str(config)]
     cmd.append(str(src))
     env = {**os.environ, "PYTHONWARNINGS": "ignore::DeprecationWarning"}
-    r = subprocess.run(cmd, cwd=src, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, env=env)
+    t0 = time.monotonic()
+    _progress.say(f"jupyter-book build of {src.name}/")
+    r = _progress.run(cmd, "jupyter-book build", cwd=src, timeout=BUILD_TIMEOUT_S, env=env)
+    _progress.done("jupyter-book build", t0)
     return Build(r.returncode, r.stdout + r.stderr, out / "_build" / "html", [])
 
 
@@ -215,9 +229,11 @@ LAYOUT_JS = """() => {
 NARROW = {"width": 412, "height": 915}     # a phone (the issue's measurements)
 
 
-def check_in_chromium(build: Build, viewport: dict | None = None, dark: bool = False) -> dict:
+def check_in_chromium(build: Build, viewport: dict | None = None, dark: bool = False,
+                      pages: tuple | None = None, log=None) -> dict:
     """Open every page of ``build`` in Chromium (at ``viewport``, in the dark theme when
-    ``dark``). Returns ``{page: info}`` where info has ``problems`` (a list of strings,
+    ``dark``), or only those of ``pages`` (paths relative to the site); ``log(line)`` is
+    called once per page opened. Returns ``{page: info}`` where info has ``problems`` (a list of strings,
     empty when the page is fine), ``figures`` (divs in the HTML), ``drawn``, ``math``
     (typeset formulas), ``layout`` (:data:`LAYOUT_JS`), ``bytes`` (the size of every
     file the page loaded, summed) and ``files`` (their paths)."""
@@ -235,6 +251,9 @@ def check_in_chromium(build: Build, viewport: dict | None = None, dark: bool = F
                           lambda route: route.abort("blockedbyclient"))
             for path in build.pages():
                 rel = path.relative_to(build.html).as_posix()
+                if pages is not None and rel not in pages:
+                    continue
+                t_page = time.monotonic()
                 problems: list[str] = []
                 page = context.new_page()
                 inflight: dict = {}
@@ -310,6 +329,10 @@ def check_in_chromium(build: Build, viewport: dict | None = None, dark: bool = F
                 info["bytes"], info["files"] = sum(loaded.values()), sorted(loaded)
                 info["problems"] = problems
                 report[rel] = info
+                if log is not None:
+                    log(f"chromium{' 412 px dark' if dark else ''}: {rel} "
+                        f"({info['drawn']}/{info['figures']} figures, {len(problems)} problems, "
+                        f"{time.monotonic() - t_page:.1f} s)")
         finally:
             browser.close()
     return report
@@ -391,7 +414,7 @@ def test_no_cdn_urls_in_pages(book):
 
 
 @pytest.fixture(scope="module")
-def in_chromium(book) -> dict:
+def in_chromium(book, request) -> dict:
     """Every page of the book in Chromium, once per module and per way of looking:
     ``{"desktop": the default viewport, "narrow_dark": 412 px wide in the dark theme}``
     (:func:`check_in_chromium`). The two passes are independent and each keeps about one
@@ -400,9 +423,15 @@ def in_chromium(book) -> dict:
     _need_browser()
     if book.returncode != 0:
         pytest.fail("the book did not build (see test_book_builds_without_warnings)")
+    pages = None if _tier.full(request.config) else FAST_PAGES
+    messages = queue.Queue()
     passes = {"desktop": {}, "narrow_dark": {"viewport": NARROW, "dark": True}}
+    _progress.say(f"chromium: {'every page' if pages is None else f'{len(pages)} pages'} of the book, "
+                  "desktop and 412 px dark")
     with ThreadPoolExecutor(max_workers=min(len(passes), os.cpu_count() or 1)) as ex:
-        futures = {name: ex.submit(check_in_chromium, book, **kw) for name, kw in passes.items()}
+        futures = {name: ex.submit(check_in_chromium, book, pages=pages, log=messages.put, **kw)
+                   for name, kw in passes.items()}
+        _progress.wait(futures.values(), "chromium", messages=messages)
         return {name: f.result() for name, f in futures.items()}
 
 
@@ -589,11 +618,13 @@ def probe(tmp_path_factory) -> Build:
     return b
 
 
+@pytest.mark.full
 def test_probe_builds_without_warnings(probe):
     assert probe.returncode == 0 and not _warnings(probe.log), (
         "\n".join(_warnings(probe.log)) + "\n--- log tail ---\n" + probe.log[-4000:])
 
 
+@pytest.mark.full
 def test_probe_figures_and_math_render_in_chromium(probe):
     """helpers.figures.show.figure output is drawn in the built book, offline."""
     _need_browser()

@@ -15,6 +15,11 @@ GPU of that architecture shows the recorded numbers: tests/test_every_gpu.py). W
 (1,014 s for 789 runs while a chapter-5 build compiled all six entries; 1,040 s before
 builds were shared across entries), about half of that in wall time on two free cores.
 
+Tiers (tests/conftest.py): the fast tier checks each entry's shipped defaults for the oldest
+and the newest architecture it claims; ``pytest --full`` checks every configuration for every
+architecture and the instrumented builds. Results are cached on disk (keyed by source,
+options and nvcc version), so a second run compiles only what changed.
+
 The nvcc runs are independent. Run as plain ``pytest``, the builds of the tests selected
 in this module (``-k`` included), each distinct build once (the entries of a file that
 does not read ``ENTRY_`` share a build: ``helpers.runtime.compile.nvcc_defines``; a build
@@ -26,9 +31,12 @@ process and builds what is left on every core, and each test reads its own build
 workers share the tests out instead and each compiles what its tests need, once.
 """
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+
+import _progress
 
 from helpers.models.occupancy import DEVICE_LIMITS
 from helpers.runtime import catalog, compile as kc
@@ -78,6 +86,21 @@ def _owner_defines(spec) -> dict:
     return {**spec.defines(spec.defaults), "RECORD_OWNER": 1}
 
 
+def fast_tier(item) -> bool:
+    """The fast tier's share of this module (tests/conftest.py): each entry's shipped
+    defaults (configuration 0) for the oldest and the newest architecture it claims, and
+    the tests that are not per configuration; the instrumented builds are full-tier only."""
+    cs = getattr(item, "callspec", None)
+    if item.originalname == "test_instrumented_builds_compile_without_spills":
+        return False
+    if item.originalname != "test_nvcc_compiles_without_spills" or cs is None:
+        return True
+    spec = catalog.get(cs.params["key"])
+    claims = _claims(spec)
+    ends = {"sm_90"} if spec.arch_specific else {claims[0], claims[-1]} if claims else set()
+    return cs.params["i"] == 0 and cs.params["arch"] in ends
+
+
 def _owner_arch(spec) -> str:
     return "sm_90a" if spec.arch_specific else "sm_90"
 
@@ -117,8 +140,13 @@ def _compile_selected_in_parallel(request, nvcc_background_builds):
             kc.nvcc_check(job[0], job[1], job[2], arch=job[3])
         except Exception:        # the test of that build reports it
             pass
+    if not jobs:
+        return
+    t0 = time.monotonic()
+    _progress.say(f"nvcc: {len(jobs)} builds for the compile checks (those already in the cache are read)")
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
-        list(ex.map(one, list(jobs.values())))
+        _progress.wait([ex.submit(one, j) for j in jobs.values()], "nvcc builds")
+    _progress.done(f"nvcc: {len(jobs)} builds", t0)
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -266,18 +266,45 @@ _PTXAS = re.compile(
 NVCC_CACHE_VAR = "GEMM_BOOK_NVCC_CACHE"
 
 
-def _disk_cache(nvcc: str, src: str, file: str, defines: tuple, arch: str, extra: tuple) -> Path | None:
-    """The file of this build in ``$GEMM_BOOK_NVCC_CACHE`` (a directory), or None when
-    the variable is unset. The key is everything the build reads: nvcc's path and
-    modification time, the source with its includes pasted in, the file name, the
-    defines, the architecture and the extra options. The test session sets it to a
-    fresh temporary directory (tests/conftest.py) so that its processes (the tests,
-    nbval's notebook kernels, the simulated-GPU runs) compile each build once."""
+@functools.lru_cache(maxsize=None)
+def _tool_version(path: str) -> str:
+    """What ``path --version`` prints (nvcc, nvdisasm), read once per process: part of
+    every disk-cache key, so a new toolkit compiles everything again."""
+    r = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
+    return r.stdout.strip() or f"{os.path.realpath(path)} {os.stat(path).st_mtime_ns}"
+
+
+def _disk_cache(kind: str, tools: tuple, src: str, file: str, defines: tuple, arch: str,
+                extra: tuple) -> Path | None:
+    """The file of one build's result in ``$GEMM_BOOK_NVCC_CACHE`` (a directory), or None
+    when the variable is unset. ``kind`` names what is cached (``"ptxas"``: the resource
+    report of :func:`nvcc_check`; ``"sass"``: the listing of :func:`sass_listing`). The key is
+    everything the result depends on: the version of each tool in ``tools`` (nvcc, and
+    nvdisasm for SASS), the source with its includes pasted in, the file name, the defines,
+    the architecture and the extra options; a changed source, option or toolkit is a new
+    key. The test suite points the variable at a directory that outlives the session
+    (tests/conftest.py), so a second run compiles nothing it compiled before."""
     root = os.environ.get(NVCC_CACHE_VAR)
     if not root:
         return None
-    key = json.dumps([os.path.realpath(nvcc), os.stat(nvcc).st_mtime_ns, src, file, defines, arch, extra])
-    return Path(root) / (hashlib.sha256(key.encode()).hexdigest() + ".json")
+    key = json.dumps([kind, [_tool_version(t) for t in tools], src, file, defines, arch, extra])
+    return Path(root) / f"{kind}-{hashlib.sha256(key.encode()).hexdigest()}.json"
+
+
+def _cached(path: Path | None, make):
+    """``make()``, read from (or written whole to) ``path`` when one is given."""
+    if path is not None and path.is_file():
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            pass                       # a damaged entry is made again
+    out = make()
+    if path is not None:               # written whole, then renamed: a reader never sees half a file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(out))
+        os.replace(tmp, path)
+    return out
 
 
 @functools.lru_cache(maxsize=4096)
@@ -286,15 +313,9 @@ def _nvcc_check(file: str, defines: tuple, arch: str, extra: tuple) -> dict:
     if not nvcc:
         raise FileNotFoundError("nvcc not found (PATH, $CUDA_PATH/bin, /usr/local/cuda/bin)")
     src = source(file)
-    cached = _disk_cache(nvcc, src, file, defines, arch, extra)
-    if cached is not None and cached.is_file():
-        return {fn: {**r, "warnings": tuple(r["warnings"])} for fn, r in json.loads(cached.read_text()).items()}
-    out = _nvcc_run(nvcc, src, file, defines, arch, extra)
-    if cached is not None:          # written whole, then renamed: a reader never sees half a file
-        tmp = cached.with_name(f"{cached.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(out))
-        os.replace(tmp, cached)
-    return out
+    out = _cached(_disk_cache("ptxas", (nvcc,), src, file, defines, arch, extra),
+                  lambda: _nvcc_run(nvcc, src, file, defines, arch, extra))
+    return {fn: {**r, "warnings": tuple(r["warnings"])} for fn, r in out.items()}
 
 
 def _nvcc_run(nvcc: str, src: str, file: str, defines: tuple, arch: str, extra: tuple) -> dict:
@@ -366,32 +387,36 @@ def tool_path(name: str) -> str | None:
     return next((c for c in cands if c and os.path.isfile(c)), None)
 
 
-def cuobjdump_path() -> str | None:
-    """``cuobjdump`` (see :func:`tool_path`), or None. It needs ``nvdisasm`` beside it."""
-    return tool_path("cuobjdump")
-
-
-def sass_listing(file: str, entry: str, params: dict, arch: str = "sm_90") -> list[str]:
-    """The SASS of ``entry`` in ``kernels/<file>`` built with ``-D`` ``params``,
-    one instruction per item without addresses, branch labels (``.L_x_3:``) kept,
-    so that positions can be compared (tests/test_sass_order.py) and two
-    listings diffed (scripts/ch5_regression.py). Uses nvcc and nvdisasm
-    (pip package nvidia-cuda-nvdisasm); raises FileNotFoundError when either is
-    missing and subprocess.CalledProcessError when the build fails."""
+def _sass_text(file: str, defines: tuple, arch: str) -> str:
+    """nvdisasm's listing of the cubin that nvcc builds from ``kernels/<file>`` with
+    ``defines`` (``-D`` options) for ``arch``, cached on disk like :func:`nvcc_check`."""
     nvcc, dis = nvcc_path(), tool_path("nvdisasm")
     if not nvcc or not dis:
         raise FileNotFoundError("nvcc and nvdisasm are needed to read SASS "
                                 "(pip install nvidia-cuda-nvdisasm)")
-    with tempfile.TemporaryDirectory() as tmp:
-        cu = Path(tmp) / file
-        cu.write_text(source(file))
-        cubin = Path(tmp) / "k.cubin"
-        defs = [f"-D{k}={v}" for k, v in sorted(params.items())]
-        subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-std=c++17", *defs, "-o", str(cubin), str(cu)],
-                       check=True, capture_output=True, text=True)
-        text = subprocess.run([dis, "-c", str(cubin)], check=True, capture_output=True, text=True).stdout
+    src = source(file)
+
+    def make() -> str:
+        with tempfile.TemporaryDirectory() as tmp:
+            cu = Path(tmp) / file
+            cu.write_text(src)
+            cubin = Path(tmp) / "k.cubin"
+            subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-std=c++17", *defines, "-o", str(cubin), str(cu)],
+                           check=True, capture_output=True, text=True)
+            return subprocess.run([dis, "-c", str(cubin)], check=True, capture_output=True, text=True).stdout
+    return _cached(_disk_cache("sass", (nvcc, dis), src, file, defines, arch, ()), make)
+
+
+def sass_listing(file: str, entry: str, params: dict, arch: str = "sm_90") -> list[str]:
+    """The SASS of ``entry`` in ``kernels/<file>`` built with ``-D`` ``params``,
+    one instruction per item without addresses (predicates such as ``@!PT`` kept),
+    branch labels (``.L_x_3:``) kept, so that positions can be compared
+    (tests/test_sass_order.py) and two listings diffed (scripts/ch5_regression.py).
+    Uses nvcc and nvdisasm (pip package nvidia-cuda-nvdisasm); raises FileNotFoundError
+    when either is missing and subprocess.CalledProcessError when the build fails."""
+    defs = tuple(f"-D{k}={v}" for k, v in sorted(params.items()))
     out, inside = [], False
-    for line in text.splitlines():
+    for line in _sass_text(file, defs, arch).splitlines():
         if line.startswith("//----"):
             inside = line.split()[1:2] == [f".text.{entry}"]
             continue
@@ -409,26 +434,14 @@ def sass_listing(file: str, entry: str, params: dict, arch: str = "sm_90") -> li
 def sass_shared_ops(file: str, entry: str, params: dict, arch: str = "sm_90") -> Counter:
     """Shared-memory instructions in the compiled SASS of ``entry`` (static
     count over the whole kernel), by mnemonic: Counter({"LDS.128": 72, ...}).
-    Compared with :func:`helpers.models.banks.static_shared_ops`. Uses nvcc and cuobjdump; raises FileNotFoundError when either is missing."""
-    nvcc, dump = nvcc_path(), cuobjdump_path()
-    if not nvcc or not dump:
-        raise FileNotFoundError("nvcc and cuobjdump (with nvdisasm) are needed to read SASS")
-    src = source(file)
-    with tempfile.TemporaryDirectory() as tmp:
-        cu = Path(tmp) / file
-        cu.write_text(src)
-        cubin = Path(tmp) / "k.cubin"
-        defs = [f"-D{k}={v}" for k, v in sorted(params.items())]
-        subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-std=c++17", *defs, "-o", str(cubin), str(cu)],
-                       check=True, capture_output=True, text=True)
-        env = dict(os.environ, PATH=os.path.dirname(dump) + os.pathsep + os.environ.get("PATH", ""))
-        sass = subprocess.run([dump, "-sass", "-fun", entry, str(cubin)], check=True,
-                              capture_output=True, text=True, env=env).stdout
+    Compared with :func:`helpers.models.banks.static_shared_ops`. Instructions
+    predicated ``@!PT`` (never executed: the compiler's ``LDS RZ, [RZ]`` placeholders)
+    are not counted. Reads :func:`sass_listing`; raises what it raises."""
     ops = Counter()
-    for line in sass.splitlines():
-        if "@!PT" in line:          # never executed (the compiler's "@!PT LDS RZ, [RZ]" placeholders)
+    for ins in sass_listing(file, entry, params, arch):
+        if ins.startswith("@!PT"):
             continue
-        m = re.search(r"\b((?:LDS|STS)(?:\.(?:64|128|U\.128|U))?)\s", line)
+        m = re.search(r"\b((?:LDS|STS)(?:\.(?:64|128|U\.128|U))?)\s", ins)
         if m:
             ops[m.group(1)] += 1
     return ops

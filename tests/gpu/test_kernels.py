@@ -71,14 +71,26 @@ def _pitfall(spec) -> bool:
 KEYS = [k for k, s in catalog.KERNELS.items() if not _pitfall(s)]
 
 
+def _expected(spec, shape, params) -> str:
+    """What the catalog's rules say ``shape`` gets at ``params``: "ok" or "refused"."""
+    try:
+        spec.validate(spec.params(params), shape, smem_limit=gpu.device_info()["smem_per_block_optin"])
+    except ValueError:
+        return "refused"
+    return "ok"
+
+
 @pytest.mark.parametrize("key", KEYS)
 def test_shapes(key):
+    """Every shape, one by one: a shape the catalog's rules accept runs and is right; a shape
+    they reject is refused before launch with a clear message. No shape may do anything else."""
     spec = catalog.get(key)
     shapes = GEMM_SHAPES if spec.op == "gemm" else TRANSPOSE_SHAPES
     outcome = {s: _run(key, s, {}) for s in shapes}
-    # a kernel must run at least its own natural shape
+    wrong = {s: f"{got}, the rules say {_expected(spec, s, {})}"
+             for s, got in outcome.items() if got != _expected(spec, s, {})}
+    assert not wrong, f"{key}: {wrong}"
     assert "ok" in outcome.values(), f"{key} refused every shape: {outcome}"
-    print(key, outcome)
 
 
 def _reachable(spec) -> list:
@@ -99,22 +111,30 @@ def test_every_slider_config(key, size):
 
 
 OWNED = [k for k in KEYS if catalog.get(k).owner is not None]
+# Not multiples of the tiles (edges), a multiple (interior only), and a tall one; the last two
+# are what a kernel with divisibility rules can still take.
+OWNER_SHAPES = [(70, 100, 20), (128, 128, 32), (257, 64, 64), (256, 256, 64), (512, 256, 128)]
 
 
 @pytest.mark.parametrize("key", OWNED)
 def test_owner_model_matches_kernel(key):
+    """The owner model equals what the instrumented kernel records, on every shape of
+    OWNER_SHAPES its rules accept; at least one shape must be compared."""
     spec = catalog.get(key)
-    for shape in [(70, 100, 20), (128, 128, 32), (257, 64, 64)]:
+    compared = []
+    for shape in OWNER_SHAPES:
         p = spec.params()
         try:
             spec.validate(p, shape)
         except ValueError:
             continue
+        compared.append(shape)
         got = launch.record_owner(key, shape)
         want = spec.owner(p, shape)
         bad = np.argwhere(got != want)
         assert bad.size == 0, (f"{key} {shape}: model and kernel disagree at {len(bad)} elements, "
                                f"first C{tuple(bad[0])}: kernel {got[tuple(bad[0])]}, model {want[tuple(bad[0])]}")
+    assert compared, f"{key}: its rules refuse every shape of {OWNER_SHAPES}: nothing was compared"
 
 
 def test_bad_slider_value_leaves_context_usable():
