@@ -109,7 +109,7 @@ _LEFT_TO_FULL = []
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    if _LEFT_TO_FULL:
+    if _LEFT_TO_FULL and _LEFT_TO_FULL[0]:
         terminalreporter.write_line(
             f"fast tier: {_LEFT_TO_FULL[0]} tests of the full tier were not run "
             "(pytest --full runs them: every configuration x architecture, the simulated GPUs, every page)")

@@ -88,6 +88,8 @@ def _panel(**kw):
     (dict(l1_pct=90.0, fma_pct=20.0), "register_reuse"),
     (dict(fma_pct=75.0, l1_pct=30.0), "tensor_cores"),
     (dict(tensor_pct=50.0, stalls=[("long_scoreboard", 2.0)]), "overlap"),
+    (dict(tensor_pct=70.0, stalls=[("wait", 2.0)]), "tune"),             # fixed latency: no data wait
+    (dict(tensor_pct=70.0, stalls=[("long_scoreboard", 2.0), ("math_pipe_throttle", 1.95)]), "tune"),  # a tie
     (dict(tensor_pct=70.0, stalls=[("math_pipe_throttle", 2.0)]), "tune"),
     (dict(tensor_pct=50.0, stalls=[("math_pipe_throttle", 2.0)]), "latency"),
     (dict(tensor_pct=92.0, stalls=[("barrier", 8.0)]), "specialize"),

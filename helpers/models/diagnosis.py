@@ -6,10 +6,10 @@ Three pure functions, no GPU:
   launch (``ncu --page raw``: ``{metric name: value}``): compute and memory
   throughput as % of peak, DRAM bytes, L2 hit rate, occupancy, the top warp
   stalls, the FMA and Tensor pipes, shared-memory bank conflicts.
-* :func:`diagnose` reads a panel with the decision table of seed 000 §5.2 (and
-  the Speed-of-Light reading of §2.8), written out as ordered rules in
-  :data:`RULES`: the first rule whose condition holds names the bottleneck and
-  the step that removes it (a key of :data:`STEPS`).
+* :func:`diagnose` reads a panel with a profiler's decision table (which unit is
+  busy, which stall leads), written out as ordered rules in :data:`RULES`: the
+  first rule whose condition holds names the bottleneck and the step that removes
+  it (a key of :data:`STEPS`). A stall leads only by a margin (:data:`STALL_TIE`).
 * :func:`measured_intensity`: FLOP per byte of the DRAM traffic ncu counted.
 
 The thresholds are fixed here, before any measurement is read: a unit is *busy*
@@ -61,8 +61,15 @@ STALL_PATTERNS = (re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_iss
                   re.compile(r"^smsp__average_warp_latency_issue_stalled_(\w+?)\.ratio$"))
 NOT_A_STALL = {"selected", "not_selected"}   # issuing, or eligible and passed over
 # Stalls that mean "the operands are not here yet": memory, shared memory, barriers of a pipeline.
+# Not ``wait``: Nsight Compute defines it as a fixed-latency execution dependency (the next
+# instruction needs the result of an arithmetic one a few cycles earlier), which no load,
+# copy or pipeline stage can hide; it belongs with ``math_pipe_throttle``, not with these.
 DATA_WAIT = {"long_scoreboard", "short_scoreboard", "barrier", "mio_throttle", "lg_throttle",
-             "membar", "sleeping", "wait", "drain", "imc_miss", "tex_throttle"}
+             "membar", "sleeping", "drain", "imc_miss", "tex_throttle"}
+# A stall leads only when it beats the runner-up by this share of its own cycles; closer than
+# that the two are a tie and neither names the bottleneck (counters of one replayed launch
+# move by a few per cent from run to run).
+STALL_TIE = 0.10
 
 # The steps the rules can name, and which heaven of the book takes each.
 STEPS = {
@@ -137,7 +144,14 @@ def _math(p):
 
 
 def _top_stall(p):
-    return p["stalls"][0][0] if p.get("stalls") else None
+    """The leading stall reason of a panel, or None when there is none or the first two are
+    within :data:`STALL_TIE` of each other (a tie)."""
+    st = p.get("stalls") or []
+    if not st:
+        return None
+    if len(st) > 1 and st[1][1] >= (1.0 - STALL_TIE) * st[0][1]:
+        return None
+    return st[0][0]
 
 
 # Ordered rules: (name, condition(panel) -> bool, bottleneck, step). The first that holds decides.
