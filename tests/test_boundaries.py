@@ -50,7 +50,8 @@ def _calls(tree, name):
 
 def test_only_bench_measure_times_against_the_reference():
     files = sorted((ROOT / "helpers").rglob("*.py")) + SCRIPTS
-    callers = {str(f.relative_to(ROOT)): lines for f in files if (lines := _calls(ast.parse(f.read_text()), "time_pair"))}
+    callers = {str(f.relative_to(ROOT)): lines for f in files
+               if (lines := _calls(ast.parse(f.read_text()), "time_pair"))}
     assert set(callers) == {"helpers/runtime/bench.py"}, callers
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers.runtime import bench, results, verify
+from helpers.runtime import bench, catalog, gpu, launch, results, timing, verify
 
 SHAPE = (24, 40, 16)
 
@@ -130,3 +130,68 @@ def test_bad_arguments_are_refused_before_anything_runs(kw, name):
 def test_inputs_refuse_bad_arguments_before_the_gpu(args, kw, name):
     with pytest.raises(ValueError, match=f"^{name}="):
         bench.inputs(*args, **kw)
+
+
+# ------------------------------------------------------------------ bench.gemm / transpose / prepared, wired end to end
+class NumpyLaunch:
+    """A prepared catalog launch computed by NumPy: what launch.prepare returns, minus the GPU."""
+    def __init__(self, key, shape, **params):
+        self.spec = catalog.get(key)
+        self.params, self.shape = self.spec.params(**params), tuple(shape)
+
+    def __call__(self, *args):
+        if self.spec.op == "gemm":
+            A, B, C = args[:3]
+            np.matmul(A, B.T if self.spec.layout == "NT" else B, out=C)
+        else:
+            out, X = args[:2]
+            np.copyto(out, X if self.spec.op == "copy" else X.T)
+
+
+@pytest.fixture
+def numpy_gpu(monkeypatch):
+    """A "GPU" whose arrays are NumPy's: CuPy calls of the runtime land in NumPy, kernels are
+    NumpyLaunch, the CUDA-event timer says 1 ms for the kernel and 0.5 ms for the reference."""
+    monkeypatch.setattr(gpu, "live", lambda: True)
+    monkeypatch.setattr(gpu, "cupy", lambda: np)
+    monkeypatch.setattr(gpu, "target", lambda: None)           # shipped defaults, no device limits
+    monkeypatch.setattr(launch, "unable", lambda spec, p=None: None)
+    monkeypatch.setattr(launch, "prepare", NumpyLaunch)
+    refs = set()
+    real = timing.cublas_gemm, timing.memcpy_d2d
+
+    def tag(make):
+        def made(*a):
+            fn = make(*a)
+            refs.add(fn)
+            return fn
+        return made
+    monkeypatch.setattr(timing, "cublas_gemm", tag(real[0]))
+    monkeypatch.setattr(timing, "memcpy_d2d", tag(lambda dst, src: (lambda: np.copyto(dst, src))))
+
+    def time_ms(fn, warmup=3, budget_ms=400.0, min_repeat=5, max_repeat=100, repeat=None):
+        fn()
+        t = 0.5 if fn in refs else 1.0
+        return {"ms": t, "min": t, "max": t, "n": 2, "all": [t, t]}
+    monkeypatch.setattr(timing, "time_ms", time_ms)
+
+
+RECORD_KEYS = {"chapter", "kernel", "title", "params", "dtype", "shape", "metric", "value", "reference",
+               "reference_value", "ratio", "rel_err", "ms", "repeats", "rounds", "source"}
+
+
+def test_bench_gemm_measures_each_kernel_through_measure(numpy_gpu):
+    recs = bench.gemm(["naive_yfirst", ("kmajor", {"BLOCK_X": 16})], (64, 48, 32), rounds=2)
+    assert [set(r) for r in recs] == [RECORD_KEYS] * 2
+    assert [r["kernel"] for r in recs] == ["naive_yfirst", "kmajor"] and recs[1]["params"]["BLOCK_X"] == 16
+    for r in recs:
+        assert r["ratio"] == 0.5 and r["ms"] == 1.0 and r["repeats"] == 4 and r["rounds"] == 2
+        assert r["rel_err"] < verify.TOLERANCE["float32"] and r["source"] == "live" and r["shape"] == [64, 48, 32]
+
+
+def test_bench_transpose_and_prepared(numpy_gpu):
+    recs = bench.transpose(["transpose_naive", "copy_tiled"], (32, 48))
+    assert [(r["metric"], r["reference"], r["rel_err"], r["ratio"]) for r in recs] == \
+        [("GB/s", "cudaMemcpy D2D", 0.0, 0.5)] * 2
+    r = bench.prepared(launch.prepare("vec4", (16, 64, 32)))
+    assert set(r) == RECORD_KEYS and r["kernel"] == "vec4" and r["value"] == bench.sig(2 * 16 * 64 * 32 / 1e-3 / 1e12)

@@ -49,6 +49,7 @@ from collections import Counter
 
 import numpy as np
 
+from .names import KernelNames
 from .raster import cdiv
 
 BANKS = 32
@@ -176,29 +177,22 @@ def wavefronts(addrs, width: int = 4, load: bool = True) -> dict:
 # which of its kernels follows which (name_model); the functions below then take the
 # kernel's name or the model's.
 MODELS = ("tile1d", "transpose")
-KERNEL_MODEL: dict = {}
+_NAMES = KernelNames("model", MODELS, "no bank model")
 
 
 def name_model(kernel: str, model: str) -> None:
     """Say that kernel ``kernel`` (a catalog key, given by its chapter) follows bank model
     ``model`` (one of :data:`MODELS`), so :func:`predict`, :func:`warp_access` and
     :func:`static_shared_ops` take its name. ValueError for an unknown model."""
-    if model not in MODELS:
-        raise ValueError(f"model={model!r}: must be one of {MODELS}")
-    KERNEL_MODEL[kernel] = model
+    _NAMES.name(kernel, model)
 
 
 def kernels_of(model: str) -> tuple:
     """The kernel names that follow bank model ``model``, in the order they were named."""
-    return tuple(k for k, m in KERNEL_MODEL.items() if m == model)
+    return _NAMES.kernels_of(model)
 
 
-def _model(name: str) -> str:
-    """The bank model of kernel ``name`` (or ``name`` itself when it names a model); KeyError otherwise."""
-    m = KERNEL_MODEL.get(name, name)
-    if m not in MODELS:
-        raise KeyError(f"kernel={name!r}: no bank model (have {tuple(KERNEL_MODEL)} and the models {MODELS})")
-    return m
+_model = _NAMES.of
 
 
 def _full(key: str, p: dict) -> dict:

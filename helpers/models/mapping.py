@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .names import KernelNames
 from .raster import cdiv
 
 SECTOR = 32  # bytes: the unit in which L1/L2 move global memory (a warp's
@@ -28,25 +29,17 @@ SECTOR = 32  # bytes: the unit in which L1/L2 move global memory (a warp's
 # A chapter says which scheme each of its kernels uses (name_scheme); the functions below
 # then take the kernel's name or the scheme's.
 SCHEMES = ("x-first", "y-first", "float4", "k-major")
-KERNEL_SCHEME: dict = {}
+_NAMES = KernelNames("scheme", SCHEMES, "no index model in helpers/models/mapping.py")
 
 
 def name_scheme(kernel: str, scheme: str) -> None:
     """Say that kernel ``kernel`` (a catalog key, given by its chapter) uses index scheme
     ``scheme`` (one of :data:`SCHEMES`), so :func:`owner`, :func:`warp_loads` and
     :func:`sectors_per_fma` take its name. ValueError for an unknown scheme."""
-    if scheme not in SCHEMES:
-        raise ValueError(f"scheme={scheme!r}: must be one of {SCHEMES}")
-    KERNEL_SCHEME[kernel] = scheme
+    _NAMES.name(kernel, scheme)
 
 
-def _scheme(name: str) -> str:
-    """The index scheme of kernel ``name`` (or ``name`` itself when it names a scheme); KeyError otherwise."""
-    s = KERNEL_SCHEME.get(name, name)
-    if s not in SCHEMES:
-        raise KeyError(f"kernel={name!r}: no index model in helpers/models/mapping.py "
-                       f"(have {tuple(KERNEL_SCHEME)} and the schemes {SCHEMES})")
-    return s
+_scheme = _NAMES.of
 
 
 def _threads_of(key: str, p: dict, shape):
