@@ -9,11 +9,11 @@ chapters/  one module per chapter: its catalog entries and the calls its noteboo
     ch03_smem_tiling     shared-memory tiles
     ch04_bank_conflicts  padding, swizzle, transposed tiles; Nsight Compute bank counters
     ch05_register_tiling register tiles, warp tiles, double buffering, cp.async
-    ch06_wmma            WMMA; the layout and fp16-accumulator pitfalls
-    ch07_mma_sync        mma.sync, ldmatrix, swizzle, multistage pipeline; the PROBE ladder
+    ch06_wmma            WMMA; the layout and fp16-accumulator pitfalls (the kernels run here)
+    ch07_mma_sync        mma.sync, ldmatrix, swizzle, multistage pipeline; the PROBE ladder (measured here)
     ch08_profiling       Nsight Compute panels of every heaven, the decision table, the measured roofline
     ch09_any_shape       any M, N, K (predication, padding), split-K, stream-K: catalog entries, measurements
-    ch10_hopper          Hopper: TMA, wgmma, the mbarrier ring (sm_90a)
+    ch10_hopper          Hopper: TMA, wgmma, the mbarrier ring (sm_90a); names its last rung to chapter 9's runner
     ch11_pitfalls        appendix: broken kernels beside their fixes, each with the check that catches it
 colab      helpers.setup(), the first cell of every notebook: nothing outside Colab; on Colab the
            clone, CuPy of the right CUDA, plotly/ipywidgets floors, the widget manager
@@ -26,10 +26,11 @@ figures/   every Plotly figure and every display
     roofline sweep mapping tiles banks fragments precision probes anyshape hopper staircase   the figures of each topic
 models/    pure Python/NumPy models of what the kernels do (no runtime, no Plotly)
     raster               cdiv and the one block rasterisation
+    names                which model variant each kernel follows, as its chapter says (no catalog key here)
     occupancy            theoretical occupancy (Occupancy Calculator model)
-    mapping              index maps of heavens 1-2
+    mapping              index schemes of heavens 1-2 (x-first, y-first, float4, k-major)
     tiles                owners, staging, reuse, lane layout of heavens 3-5
-    banks                shared-memory banks and wavefronts; the chapter-0/4 bank predictions
+    banks                shared-memory banks and wavefronts; the tile1d and transpose bank models
     fragments            mma.m16n8k16 fragments, ldmatrix, the XOR swizzle
     mma_sync             geometry of 07_mma_sync.cu, ncu predictions, Tensor Core owner models
     pipeline             NumPy replay of the Tensor Core kernels' data flow and pipeline hazards
@@ -38,22 +39,24 @@ models/    pure Python/NumPy models of what the kernels do (no runtime, no Plotl
     hopper               TMA swizzle, wgmma descriptors, accumulator layout, mbarrier ring of chapter 10
     diagnosis            Nsight Compute panel -> bottleneck -> next step (seed 000 §5.2's decision table)
     tuning               the autotuner's space and cost model (waves x reuse x latency hiding), Spearman
-runtime/   compile, check, launch, verify, time, record (no chapter knowledge, no Plotly)
+runtime/   compile, check, launch, verify, time, record (no chapter knowledge: no catalog key, no Plotly)
     gpu                  is there a GPU (live mode) or not (recorded mode); its spec sheet
     compile              build kernels/*.cu with NVRTC (cached), or check them with nvcc; SASS counts
     checks               preconditions: ValueError naming the parameter, its value and the rule
     catalog              the Kernel class, the registry and get()
-    launch               validate, compile, launch; resources, owner check
-    verify               random inputs, NaN-poisoned outputs, float64 reference, tolerances
+    launch               validate, compile, launch; resources, owner check, clusters that fit
+    verify               random inputs, NaN-poisoned outputs, float64 reference, tolerances (CuPy or NumPy)
     timing               CUDA-event timing, FLOP and byte counts, same-run references
-    bench                measure a list of kernels live, or read results/<gpu>.json
+    bench                measure(): THE measurement (inputs, poison, check, same-run timing, Record);
+                         a list of kernels live, or read results/<gpu>.json
     results              the results file, its provenance, the Nsight Compute artifacts
     roofline             measured ceilings, arithmetic intensity
     sweep                measure a kernel over its recorded sweep
     ncu                  one Nsight Compute invocation and CSV parser for the ncu scripts
-    precision            fp16 accumulator and TF32 measurements
-    probes               the PROBE ladder of chapter 7, with clock and power sampling
-    anyshape             the any-shape runner (plans -> launches of 09_any_shape.cu) and the dispatcher gemm()
+    precision            tolerances against unit roundoff, TF32 vs FP32 cuBLAS
+    power                SM clock and board power sampled with nvidia-smi during a timing
+    anyshape             the any-shape runner (plans -> launches of 09_any_shape.cu) and the dispatcher gemm();
+                         its Hopper kernel is named by the chapter that owns it (use_hopper)
     tma                  TMA tensor-map descriptors (cuda.bindings, ctypes fallback) for chapter 10
     panels               chapter 8's Nsight Compute panel of one launch: profiled live, or recorded
     tune                 the autotuner: prune by the catalog's rules, rank (nvcc registers), compile, time

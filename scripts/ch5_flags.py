@@ -12,9 +12,9 @@ four builds, each set sharing one tile: the catalog's cp_async defaults (128 x 2
 3 stages) and the 128 x 128 x 8 tile of chapter 5's controls table (3 stages), where each
 copy and its bounds test share about 100 FFMAs of a thread instead of about 170. Shape 4096^3.
 
-Method (METHOD.md): random float32 inputs, the output poisoned with NaN and checked
-against a float64 reference for each build before it is timed; each timing is
-:func:`helpers.runtime.timing.time_pair` (the build and cuBLAS in 3 alternating rounds);
+Method (METHOD.md), through :func:`helpers.runtime.bench.measure` on one set of random
+float32 inputs: each build's output poisoned with NaN and checked against a float64
+reference before it is timed; each timing is the build and cuBLAS in 3 alternating rounds;
 ``--rotations`` timings per build, the builds' order rotated every rotation and reversed
 every other one, so no build always runs first or hot. The record keeps every ratio, their
 median, the medians of TFLOP/s, and the registers and local memory NVRTC gave each build.
@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import helpers  # noqa: E402,F401  (fills the catalog)
-from helpers.runtime import catalog, gpu, launch, results, timing, verify  # noqa: E402
+from helpers.runtime import bench, catalog, gpu, launch, results  # noqa: E402
 
 KEY = "cp_async"
 FLAGS = ("SERPENTINE", "FAST_INTERIOR")
@@ -55,34 +55,25 @@ def main(argv=None) -> int:
         raise SystemExit(f"--rotations={a.rotations}: must be >= 1")
     if not gpu.live():
         raise SystemExit("ch5_flags: no GPU here; nothing measured")
-    cp = gpu.cupy()
     spec = catalog.get(KEY)
-    M, N, K = SHAPE
-    A, B = verify.random_matrix((M, K)), verify.random_matrix((K, N))
-    ref = verify.reference_gemm(A, B)
-    C = cp.empty((M, N), cp.float32)
-    blas = timing.cublas_gemm(A, B, cp.empty((M, N), cp.float32))
-    fl = timing.gemm_flops(M, N, K)
+    data = bench.inputs(SHAPE, "float32")      # one set of random inputs for every build and timing
     sets = []
     for p in (dict(spec.defaults), {**spec.defaults, **SMALL_TILE}):
         rows = []
         for flags in builds():
             L = launch.prepare(KEY, SHAPE, extra_defines=flags, **p)
-            verify.poison(C)
-            L(A, B, C, M, N, K)
-            err = verify.check(C, ref, "float32", what=f"{KEY} {p} {flags}")
-            r = L.resources()
-            rows.append({"flags": flags, "registers": r["registers"], "local_bytes": r["local_bytes"],
-                         "rel_err": err, "timings": []})
+            r = bench.measure(lambda A, B, C, L=L: L(A, B, C, *SHAPE), SHAPE, data=data, timed=False,
+                              what=f"{KEY} {p} {flags}")
+            res = L.resources()
+            rows.append({"flags": flags, "registers": res["registers"], "local_bytes": res["local_bytes"],
+                         "rel_err": r.rel_err, "timings": []})
         n = len(rows)
         for rot in range(a.rotations):
             order = list(range(rot % n, n)) + list(range(rot % n))
             for i in (order if rot % 2 == 0 else order[::-1]):
                 L = launch.prepare(KEY, SHAPE, extra_defines=rows[i]["flags"], **p)   # cached
-                t = timing.time_pair(lambda: L(A, B, C, M, N, K), blas, rounds=3)
-                rows[i]["timings"].append({"ratio": round(t["ratio"], 5),
-                                           "tflops": round(timing.tflops(fl, t["ms"]), 3),
-                                           "cublas_tflops": round(timing.tflops(fl, t["ref_ms"]), 3)})
+                t = bench.measure(lambda A, B, C, L=L: L(A, B, C, *SHAPE), SHAPE, data=data, check=False, rounds=3)
+                rows[i]["timings"].append({"ratio": t.ratio, "tflops": t.value, "cublas_tflops": t.reference_value})
             print(f"{p['BM']}x{p['BN']}x{p['BK']} rotation {rot}: "
                   + "  ".join(f"{r['flags']} {r['timings'][-1]['ratio']:.4f}" for r in rows), flush=True)
         for r in rows:
@@ -94,7 +85,7 @@ def main(argv=None) -> int:
     doc = {"provenance": results.provenance(),
            "command": "python scripts/ch5_flags.py --rotations " + str(a.rotations),
            "kernel": KEY, "shape": list(SHAPE), "flags": list(FLAGS),
-           "method": "each timing: time_pair, 3 alternating rounds against cuBLAS (cupy.matmul); "
+           "method": "each timing: bench.measure, 3 alternating rounds against cuBLAS (cupy.matmul); "
                      "within a set the builds are rotated every rotation and reversed every other one",
            "sets": sets}
     out = results.RESULTS_DIR / f"{results.DEFAULT_SLUG}-{ARTIFACT}.json"

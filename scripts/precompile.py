@@ -32,10 +32,10 @@ def jobs(combos: int, chapters=None):
             out.add((spec.file, spec.entry, tuple(sorted(d.items())), spec.compile_options))
             if spec.owner is not None:
                 out.add((spec.file, spec.entry, tuple(sorted({**d, "RECORD_OWNER": 1}.items())), spec.compile_options))
-    from helpers.runtime import probes          # chapter 7's leave-one-stage-out builds (defaults only)
-    for key in ("mma_sync_f16", "mma_sync_bf16") if chapters is None or 7 in chapters else ():
+    from helpers.chapters import ch07_mma_sync as ch7     # chapter 7's leave-one-stage-out builds (defaults only)
+    for key in ch7.PROBE_KEYS.values() if chapters is None or 7 in chapters else ():
         spec = catalog.get(key)
-        for n, _, _ in probes.LADDER[1:]:
+        for n, _, _ in ch7.PROBE_LADDER[1:]:
             out.add((spec.file, spec.entry, tuple(sorted({**spec.defines(spec.defaults), "PROBE": n}.items())), ()))
     return sorted(out)
 

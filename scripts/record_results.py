@@ -77,12 +77,14 @@ def main():
     if not args.missing and (args.chapters is None or 0 in args.chapters):
         extras["timing_rules"] = timing.rule_demos()
     if not args.missing and (args.chapters is None or 6 in args.chapters or 7 in args.chapters):
+        from helpers.chapters import ch06_wmma
         from helpers.runtime import precision
         extras["tf32_vs_fp32"] = precision.tf32_vs_fp32(4096)
-        extras["fp16_accumulator"] = precision.fp16_accumulator_demo()
+        extras["fp16_accumulator"] = ch06_wmma.fp16_accumulator_demo()
     if not args.missing and (args.chapters is None or 7 in args.chapters):
-        from helpers.runtime import probes
-        extras["mma_sync_probes"] = {dt: probes.mma_sync_probes(dt, GEMM_SHAPE) for dt in ("float16", "bfloat16")}
+        from helpers.chapters import ch07_mma_sync
+        extras["mma_sync_probes"] = {dt: ch07_mma_sync.mma_sync_probes(dt, GEMM_SHAPE)
+                                     for dt in ch07_mma_sync.PROBE_KEYS}
         for dt, r in extras["mma_sync_probes"].items():
             print(f"ch7 probes {dt}: " + ", ".join(f"{x['probe']}:{x['ratio']:.3f}" for x in r["rows"]), flush=True)
     # a full run (not --quick) measured every shipped configuration of its chapters:

@@ -4,11 +4,12 @@ Usage (on an H100/H200): ``python scripts/splitk_clusters.py``
 
 For each of the issue's three split-K shapes (fp16), times the Hopper split-K plan built
 with CLUSTER_M=1 and CLUSTER_M=2 against cuBLAS, alternating (three rounds each, every
-result checked against float64 first), and prints what cuOccupancyMaxActiveClusters
-reports for the CLUSTER_M=2 build (a persistent grid larger than that many clusters
-leaves some to a second wave), and, per build, how long Python takes to enqueue one
-call against how long the GPU takes per call when the queue never runs dry (when the
-first is longer, per-call event timing measures Python). Prints one line per measurement.
+result checked against float64 first: helpers.chapters.ch09_any_shape.measure), and prints
+what cuOccupancyMaxActiveClusters reports for the CLUSTER_M=2 build (a persistent grid
+larger than that many clusters leaves some to a second wave), and, per build, how long
+Python takes to enqueue one call against how long the GPU takes per call when the queue
+never runs dry (when the first is longer, per-call event timing measures Python). Prints
+one line per measurement.
 """
 import sys
 import time
@@ -19,21 +20,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import helpers  # noqa: E402,F401  (fills the catalog)
 from helpers.chapters import ch09_any_shape as ch  # noqa: E402
 from helpers.models import anyshape as model  # noqa: E402
-from helpers.runtime import anyshape as rt, gpu  # noqa: E402
-from hopper_bench import max_active_clusters  # noqa: E402  (scripts/, next to this file)
+from helpers.runtime import anyshape as rt, bench, gpu, launch  # noqa: E402
 
 
 def host_and_gpu(plan, shape, calls: int = 50, cached: bool = True) -> str:
     """Python's time to enqueue one call (perf_counter over ``calls`` calls, no sync) against
     the GPU's time per call when the queue never runs dry (events around the whole batch).
-    ``cached=False`` empties the runner's prepared-arguments cache before every call (the
-    runner as it was before that cache existed: the control)."""
+    ``cached=False`` empties the runner's prepared arguments before every call
+    (:func:`helpers.runtime.anyshape.clear_prepared`: the runner as it was before it kept
+    them, the control)."""
     cp = gpu.cupy()
-    A, B, C = ch._inputs(*shape, "float16")
+    A, B, C = bench.inputs(shape, "float16").args()
 
     def call():
         if not cached:
-            rt._HOPPER_SPLITK_ARGS.clear()
+            rt.clear_prepared()
         rt.run(plan, A, B, C)
     for _ in range(3):
         call()
@@ -53,21 +54,19 @@ def host_and_gpu(plan, shape, calls: int = 50, cached: bool = True) -> str:
 
 
 def main() -> int:
-    spec, p, fn, smem = rt._hopper_splitk("float16", 2)
-    print("cuOccupancyMaxActiveClusters, CLUSTER_M=2 build:", max_active_clusters(fn, smem, 2, rt.sm_count()),
-          flush=True)
+    spec, p, fn, smem = rt.hopper_splitk_build("float16", 2)
+    print("cuOccupancyMaxActiveClusters, CLUSTER_M=2 build:",
+          launch.max_active_clusters(fn, spec.threads(p), smem, 2, rt.sm_count()), flush=True)
     for shape in ch.SPLITK_SHAPES:
         M, N, K = shape
         s = max(2, model.choose_splits(M, N, K, rt.sm_count(), model.HOPPER_CFG)[0])
-        plan = model.Plan(operands="hopper", schedule="splitk", splits=s)
-        for cl in (1, 2):
-            rt.HOPPER_SPLITK_CLUSTER_M = cl
+        plans = {cl: model.Plan(operands="hopper", schedule="splitk", splits=s, cluster_m=cl) for cl in (1, 2)}
+        for cl, plan in plans.items():
             for cached in (False, True):
                 print(f"{M}x{N}x{K} CLUSTER_M={cl} {'cached' if cached else 'uncached'} arguments: "
                       f"{host_and_gpu(plan, shape, cached=cached)}", flush=True)
         for rnd in range(2):
-            for cl in (1, 2):
-                rt.HOPPER_SPLITK_CLUSTER_M = cl
+            for cl, plan in plans.items():
                 r = ch.measure([plan], shape, "float16")[0]
                 print(f"{M}x{N}x{K} splits {s} CLUSTER_M={cl} round {rnd}: {r['value']} TFLOP/s, "
                       f"{r['ratio']} of cuBLAS ({r['reference_value']})", flush=True)

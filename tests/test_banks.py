@@ -233,6 +233,16 @@ def test_predict_totals_are_per_tile_counts_times_tiles():
 def test_model_needs_a_known_kernel():
     with pytest.raises(KeyError, match="no bank model"):
         banks.predict("naive_yfirst", _full("naive_yfirst", {}), (64, 64, 64))
+    with pytest.raises(ValueError, match="model="):
+        banks.name_model("naive_yfirst", "diagonal")
+
+
+def test_the_chapters_name_their_kernels_to_the_bank_models():
+    """The models name no kernel; chapters 0 and 4 say which of theirs follows which model."""
+    assert banks.kernels_of("tile1d") == ("tile1d_conflict", "tile1d_padded", "tile1d_swizzle", "tile1d_transposed")
+    assert banks.kernels_of("transpose") == ("transpose_shared", "transpose_padded")
+    p = {"TILE": 32, "BLOCK_ROWS": 8}
+    assert banks.predict("transpose", p, (1024, 1024)) == banks.predict("transpose_shared", p, (1024, 1024))
     with pytest.raises(ValueError, match="access="):
         banks.warp_access("tile1d_conflict", _full("tile1d_conflict", {}), "diagonal")
 
@@ -247,7 +257,7 @@ def test_probe_predictions():
 
 
 # ------------------------------------------------------------------ chapter-4 catalog rules
-@pytest.mark.parametrize("key", banks.GEMM_KEYS)
+@pytest.mark.parametrize("key", banks.kernels_of("tile1d"))
 def test_tile1d_rules_name_the_parameter(key):
     spec = catalog.get(key)
     # values outside the slider's choices
@@ -275,7 +285,7 @@ def test_tile1d_rule_functions_directly():
 
 
 def test_tile1d_every_shipped_config_is_valid_and_modelled():
-    for key in banks.GEMM_KEYS:
+    for key in banks.kernels_of("tile1d"):
         spec = catalog.get(key)
         for p in spec.configs():
             spec.validate(p, (1023, 1025, 999))

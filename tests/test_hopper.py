@@ -170,7 +170,7 @@ def test_ptxas_warnings_are_seen(tmp_path, monkeypatch):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_splitk_build_of_chapter_9_compiles_clean(dtype):
     """Chapter 9's split-K build of this kernel (rung 5's parameters, EPI_TMA=0, SPLIT_K=1; not a
-    catalog entry: helpers.runtime.anyshape._hopper_splitk) has no spill and no warning,
+    catalog entry: helpers.runtime.anyshape.hopper_splitk_build) has no spill and no warning,
     and SPLIT_K with the TMA-store epilogue is refused by the kernel's static_assert."""
     spec = catalog.get(ch.key("r5_tma_store", dtype))
     p = {**spec.defaults, "EPI_TMA": 0}

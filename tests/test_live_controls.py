@@ -34,6 +34,9 @@ SHAPE = (4096, 4096, 4096)
 
 
 class FakeLaunch:
+    def __init__(self, key="", params=None):
+        self.key, self.params = key, dict(params or {})
+
     def resources(self):
         return {"registers": 40, "smem_static": 8192, "smem_dynamic": 0, "local_bytes": 0,
                 "occupancy": 0.5, "limited_by": "registers"}
@@ -46,18 +49,25 @@ def _record(key, p):
 
 @pytest.fixture
 def log(monkeypatch):
-    """Fake compile (launch.prepare) and measure (bench.gemm) that write into one log, beside
-    what the control says."""
+    """Fake compile (launch.prepare) and measure (bench.prepared: the launch compiled once,
+    measured as it is; bench.gemm, which would prepare it again) that write into one log,
+    beside what the control says."""
     events = []
 
     def prepare(key, shape, **p):
         events.append(("compile", key))
-        return FakeLaunch()
+        return FakeLaunch(key, p)
 
-    def gemm(items, shape, **kw):
-        events.append(("measure", items[0][0]))
+    def prepared(L, **kw):
+        assert isinstance(L, FakeLaunch), "the control must measure the launch it prepared"
+        events.append(("measure", L.key))
+        return _record(L.key, L.params)
+
+    def gemm(items, shape, **kw):                  # prepares its kernels itself: a second compile
+        events.append(("compile+measure", items[0][0]))
         return [_record(*items[0])]
     monkeypatch.setattr(launch, "prepare", prepare)
+    monkeypatch.setattr(bench, "prepared", prepared)
     monkeypatch.setattr(bench, "gemm", gemm)
     return events
 
@@ -92,6 +102,7 @@ def test_a_refused_combination_is_one_line_and_nothing_compiles_or_runs(monkeypa
         raise AssertionError("compiled or measured a combination the rules refuse")
     monkeypatch.setattr(kc, "build", never)
     monkeypatch.setattr(bench, "gemm", never)
+    monkeypatch.setattr(bench, "prepared", never)
     said = []
     p = _refused_combination("cp_async")
     assert common.run_control("cp_async", SHAPE, p, said.append) is None

@@ -32,19 +32,23 @@ def test_tolerance_rows_cover_every_dtype_above_its_roundoff():
         assert r["tolerance / roundoff"] > 1          # a correct kernel must be able to pass
 
 
-def test_check_host_matches_verify_check_semantics():
+def test_verify_check_judges_numpy_arrays_by_the_same_rule():
+    """A kernel replayed on the CPU is checked by verify.check itself (NumPy arrays, no GPU)."""
     rng = np.random.default_rng(0)
     ref = rng.standard_normal((32, 48))
     good = ref.astype(np.float16)
-    assert precision.check_host(good, ref, "float16") < verify.TOLERANCE["float16"]
+    assert verify.check(good, ref, "float16") < verify.TOLERANCE["float16"]
     with pytest.raises(verify.WrongResult, match=r"relative error .* > tolerance 2e-03 for float16"):
-        precision.check_host(ref[::-1], ref, "float16", what="flipped")
+        verify.check(ref[::-1], ref, "float16", what="flipped")
     bad = good.astype(np.float32)
     bad[3, 4] = np.nan
     with pytest.raises(verify.WrongResult, match="1 of 1536 outputs are NaN"):
-        precision.check_host(bad, ref, "float16")
+        verify.check(bad, ref, "float16")
     assert issubclass(verify.WrongResult, AssertionError)          # nbval fails on it
-    assert precision.rel_err_host(bad, ref) == float("inf")
+    assert verify.rel_err(bad, ref) == float("inf")
+    assert verify.check_exact(good.T.copy().T, good) == 0.0
+    with pytest.raises(verify.WrongResult, match="1 of 1536 elements wrong or never written"):
+        verify.check_exact(bad, good.astype(np.float32))
 
 
 # ------------------------------------------------------------------ fp16 accumulator
@@ -62,7 +66,7 @@ def test_fp16_sum_stalls_where_the_spacing_outgrows_the_addend():
 
 
 def test_fp16_accumulator_demo_without_gpu(recorded):
-    d = precision.fp16_accumulator_demo()
+    d = ch6.fp16_accumulator_demo()
     assert d["exact"] == 16384.0 and d["emulated_fp16_k16"] == 8192.0 and d["emulated_fp32"] == 16384.0
     assert d["kernel_fp32_acc"] is None and d["kernel_fp16_acc"] is None and d["source"] == "emulated"
     json.dumps(d)                                           # the recorder stores it as JSON
@@ -70,12 +74,12 @@ def test_fp16_accumulator_demo_without_gpu(recorded):
 
 def test_fp16_accumulator_results_reads_the_recording(recorded, monkeypatch):
     data = results.load()
-    assert precision.fp16_accumulator_results()["recorded"] == bool(data.get("extras", {}).get("fp16_accumulator"))
-    rec = {**precision.fp16_accumulator_demo(), "kernel_fp32_acc": 16384.0, "kernel_fp16_acc": 8192.0,
+    assert ch6.fp16_accumulator_results()["recorded"] == bool(data.get("extras", {}).get("fp16_accumulator"))
+    rec = {**ch6.fp16_accumulator_demo(), "kernel_fp32_acc": 16384.0, "kernel_fp16_acc": 8192.0,
            "source": "live"}
     fake = {**data, "extras": {**data.get("extras", {}), "fp16_accumulator": rec}}
     monkeypatch.setattr(results, "load", lambda slug=results.DEFAULT_SLUG: fake)
-    got = precision.fp16_accumulator_results()
+    got = ch6.fp16_accumulator_results()
     assert got["recorded"] and got["source"] == "recorded" and got["kernel_fp16_acc"] == 8192.0
     assert "no GPU here" in got["where"]
 

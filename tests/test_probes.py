@@ -1,19 +1,21 @@
-"""helpers/runtime/probes.py without a GPU: argument checks, the recorded path, the
-figure and the power sentence; the PROBE builds compile (nvcc, no GPU)."""
+"""Chapter 7's PROBE ladder (helpers/chapters/ch07_mma_sync.py) and the power sampler
+(helpers/runtime/power.py) without a GPU: argument checks, the recorded path, the figure and
+the power sentence; the PROBE builds compile (nvcc, no GPU)."""
 import pytest
 
+from helpers.chapters import ch07_mma_sync as probes
 from helpers.figures import probes as probes_fig
-from helpers.runtime import catalog, compile as kc, gpu, probes, results
+from helpers.runtime import catalog, compile as kc, gpu, power, results
 
 FAKE = {"dtype": "float16", "shape": [4096, 4096, 4096], "params": {}, "power": None,
         "rows": [{"probe": n, "label": lab, "stage": st, "ms": 0.3 + 0.01 * n, "TFLOP/s": 400.0 + 10 * n,
                   "cuBLAS TFLOP/s": 750.0, "ratio": 0.53 + 0.02 * n, "saves": None if n == 0 else 0.02}
-                 for n, lab, st in probes.LADDER]}
+                 for n, lab, st in probes.PROBE_LADDER]}
 
 
 def test_ladder_is_cumulative_and_starts_with_the_kernel():
-    assert [n for n, _, _ in probes.LADDER] == [0, 1, 2, 3, 4]
-    assert probes.LADDER[0][1] == "the kernel"
+    assert [n for n, _, _ in probes.PROBE_LADDER] == [0, 1, 2, 3, 4]
+    assert probes.PROBE_LADDER[0][1] == "the kernel"
 
 
 @pytest.mark.parametrize("kw,name", [({"dtype": "float32"}, "dtype"), ({"rounds": 0}, "rounds"),
@@ -33,7 +35,7 @@ def test_recorded_probe_results_have_the_ladder(monkeypatch):
             rec, where = probes.probe_results(dt)
             assert "recorded" in where.lower() or "h200" in where.lower()
             assert rec is not None, f"{dt}: no PROBE ladder in results/{results.DEFAULT_SLUG}.json"
-            assert [r["probe"] for r in rec["rows"]] == [n for n, _, _ in probes.LADDER]
+            assert [r["probe"] for r in rec["rows"]] == [n for n, _, _ in probes.PROBE_LADDER]
             assert all(r["ratio"] > 0 for r in rec["rows"])
             assert rec["params"] == catalog.get("mma_sync_f16").defaults   # recorded at the current defaults
     finally:
@@ -42,16 +44,16 @@ def test_recorded_probe_results_have_the_ladder(monkeypatch):
 
 def test_probe_figure_and_power_note():
     fig = probes_fig.probe_figure(FAKE)
-    assert list(fig.data[0].x) == [lab for _, lab, _ in probes.LADDER]
-    assert "not sampled" in probes.power_note(None)
-    note = probes.power_note({"samples": 20, "clock_MHz_min": 1500.0, "clock_MHz_median": 1700.0,
+    assert list(fig.data[0].x) == [lab for _, lab, _ in probes.PROBE_LADDER]
+    assert "not sampled" in power.power_note(None)
+    note = power.power_note({"samples": 20, "clock_MHz_min": 1500.0, "clock_MHz_median": 1700.0,
                               "clock_MHz_max_allowed": 1980.0, "power_W_max": 695.0, "power_W_median": 680.0,
                               "power_limit_W": 700.0, "power_capped_fraction": 0.9})
     assert "1500" in note and "700 W" in note and "90%" in note
 
 
 @pytest.mark.skipif(kc.nvcc_path() is None, reason="nvcc not found: compile checks need the CUDA toolkit")
-@pytest.mark.parametrize("probe", [n for n, _, _ in probes.LADDER[1:]])
+@pytest.mark.parametrize("probe", [n for n, _, _ in probes.PROBE_LADDER[1:]])
 def test_probe_builds_compile_without_spills(probe):
     spec = catalog.get("mma_sync_f16")
     r = kc.nvcc_check(spec.file, spec.entry, {**spec.defines(spec.defaults), "PROBE": probe})

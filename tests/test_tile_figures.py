@@ -71,7 +71,7 @@ def test_check_owner_without_gpu_names_the_gpu_test(monkeypatch):
 @pytest.mark.parametrize("layout", list(banks_fig.LAYOUTS))
 def test_bank_state_agrees_with_warp_access(width, direction, layout):
     st = banks_fig.bank_state(width, direction, layout)
-    key, extra = banks_fig.LAYOUTS[layout]
+    key, extra = banks_fig.kernel_of(layout)
     acc = banks.warp_access(key, _full(key, {"BK": width, **extra}), direction)
     assert st["cost"] == acc["cost"]
     assert int(st["per_bank"].max()) == max(acc["cost"]["phases"])
@@ -81,6 +81,16 @@ def test_bank_state_agrees_with_warp_access(width, direction, layout):
     for (r, c) in st["lanes"]:
         assert st["bank"][r, c] == (r * cols + c) % 32
     assert int((st["elem"][:, :, 0] < 0).sum()) == 16 * st["pad"]      # padding cells
+
+
+def test_each_layout_is_built_by_the_chapter_4_kernel_it_names():
+    """The figure names no kernel: each layout's kernel comes from chapter 4's tile1d entries."""
+    assert {lay: banks_fig.kernel_of(lay) for lay in banks_fig.LAYOUTS} == {
+        "PAD=0": ("tile1d_conflict", {}), "PAD=1": ("tile1d_padded", {"PAD": 1}),
+        "PAD=2": ("tile1d_padded", {"PAD": 2}), "PAD=4": ("tile1d_padded", {"PAD": 4}),
+        "XOR swizzle": ("tile1d_swizzle", {})}
+    with pytest.raises(ValueError, match="layout="):
+        banks_fig.kernel_of("PAD=3")
 
 
 def test_bank_state_shows_the_chapter_story():

@@ -2,6 +2,7 @@
 """
 from __future__ import annotations
 
+from helpers.models import banks
 from helpers.models.raster import cdiv
 from helpers.runtime.catalog import Kernel, register
 
@@ -24,6 +25,8 @@ register(Kernel(key="transpose_naive", title="naive transpose", entry="transpose
 register(Kernel(key="transpose_shared", title="shared-memory tile", entry="transpose_shared", **_T))
 register(Kernel(key="transpose_padded", title="padded tile (+1)", entry="transpose_shared",
                 fixed={"PAD": 1}, **_T))
+for _key in ("transpose_shared", "transpose_padded"):     # their shared tile, in the bank model
+    banks.name_model(_key, "transpose")
 
 
 def nosync_factor(rows: list) -> float:

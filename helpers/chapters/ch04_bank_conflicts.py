@@ -62,6 +62,8 @@ register(Kernel(key="tile1d_swizzle", title="1-D tile, A XOR-swizzled",
 register(Kernel(key="tile1d_transposed", title="1-D tile, A stored transposed (+PAD)",
                 defaults={**_T1_BASE, "PAD": 1}, fixed={"LAYOUT": 2},
                 sweep=tuple({"BK": bk, "PAD": pad} for bk in (16, 32) for pad in (0, 1, 2, 4)), **_T1))
+for _key in ("tile1d_conflict", "tile1d_padded", "tile1d_swizzle", "tile1d_transposed"):
+    banks.name_model(_key, "tile1d")         # every layout of sgemm_tile1d, in the bank model
 
 
 # ------------------------------------------------------------------ notebook calls

@@ -2,7 +2,8 @@
 
 The catalog entries (two dtypes, two pitfalls); :func:`wrong_layout_run` and
 :func:`side_by_side` (the layout pitfall, live or replayed on the CPU);
-:func:`fp16_accumulator_table` (the fp16-accumulator pitfall, model vs kernels);
+:func:`fp16_accumulator_demo` / :func:`fp16_accumulator_results` / :func:`fp16_accumulator_table`
+(the fp16-accumulator pitfall, model vs kernels);
 :func:`show_counters` (what the recorded Nsight Compute counters say holds WMMA back,
 beside chapter 7's kernel).
 """
@@ -13,7 +14,8 @@ import numpy as np
 from helpers.figures import profiling as prof_fig, show
 from helpers.models import counters, mma_sync
 from helpers.models.pipeline import emulate_wmma, round_to
-from helpers.runtime import catalog, gpu, launch, precision, results, verify
+from helpers.models.precision import DEMO, fp16_sum_emulation
+from helpers.runtime import catalog, gpu, launch, results, verify
 from helpers.runtime.catalog import Kernel, frozen_sweep, register
 
 from . import common
@@ -79,10 +81,10 @@ def wrong_layout_run(shape=None, seed: int = 0) -> dict:
     :func:`helpers.runtime.verify.reference_gemm`; ``check`` is
     :func:`helpers.runtime.verify.check`. Recorded, or on a GPU that cannot run them
     (:func:`helpers.runtime.launch.unable`): the same two kernels replayed by
-    :func:`emulate_wmma` on the CPU (default shape 128 x 256 x 64, one block),
-    and ``check`` is :func:`helpers.runtime.precision.check_host` (same tolerance, same
-    WrongResult). Returns {"C_wrong", "C_right", "ref" (device arrays live,
-    NumPy recorded), "check", "shape", "source", "where"}.
+    :func:`emulate_wmma` on the CPU (default shape 128 x 256 x 64, one block), and
+    ``check`` is the same :func:`helpers.runtime.verify.check` on NumPy arrays. Returns
+    {"C_wrong", "C_right", "ref" (device arrays live, NumPy recorded), "check", "shape",
+    "source", "where"}.
     """
     p = catalog.get("wmma_f16").params()
     why = [w for w in (launch.unable(catalog.get(k)) for k in ("wmma_wrong_layout_pitfall", "wmma_f16")) if w]
@@ -104,7 +106,7 @@ def wrong_layout_run(shape=None, seed: int = 0) -> dict:
     A = round_to(rng.standard_normal((M, K)), "float16")
     B = round_to(rng.standard_normal((K, N)), "float16")
     return {"C_wrong": emulate_wmma(A, B, p, wrong_layout=True), "C_right": emulate_wmma(A, B, p),
-            "ref": A.astype(np.float64) @ B.astype(np.float64), "check": precision.check_host,
+            "ref": A.astype(np.float64) @ B.astype(np.float64), "check": verify.check,
             "shape": (M, N, K), "source": "emulated",
             "where": "replayed on the CPU by helpers.models.pipeline.emulate_wmma ("
                      + (f"the kernels {why[0]}" if why else "no GPU here") + "; the GPU run uses the real kernel)"}
@@ -121,11 +123,80 @@ def side_by_side(run: dict, n: int = 6, row: int = 0) -> list[dict]:
              "wrong layout (col_major B)": round(float(wrong[j]), 3)} for j in range(n)]
 
 
+# ------------------------------------------------------------------ the fp16-accumulator pitfall
+# A sum that stops growing. With A = B = 0.5 (exact in fp16) and K = 65536, every element of
+# C is exactly 16384 (also exact in fp16). wmma_f16 (fp32 accumulator) returns it; the same
+# kernel with an fp16 accumulator fragment (wmma_acc_f16_pitfall) stops at 8192: each
+# 16x16x16 step adds 16 * 0.25 = 4, and once the running sum reaches 8192 its fp16 spacing
+# (ulp) is 8, so 8192 + 4 is a tie that rounds back to the even 8192. The NumPy float16
+# emulation of the same sum (helpers.models.precision.fp16_sum_emulation) runs anywhere and
+# predicts the stall.
+ACCUMULATOR_KERNELS = (("wmma_f16", "kernel_fp32_acc"), ("wmma_acc_f16_pitfall", "kernel_fp16_acc"))
+
+
+def fp16_accumulator_demo(M: int = DEMO["M"], N: int = DEMO["N"], K: int = DEMO["K"]) -> dict:
+    """The fp16-accumulator pitfall on A = B = 0.5 (M x K, K x N, fp16).
+
+    Always returns the NumPy emulation: ``emulated_fp16_k16`` (fp16 sum, 4
+    added per k16 step), ``emulated_fp16_scalar`` (fp16 sum, 0.25 per k) and
+    ``exact``. Live (GPU), also runs ``wmma_f16`` (fp32 accumulator) and
+    ``wmma_acc_f16_pitfall`` (fp16 accumulator) through
+    :func:`helpers.runtime.launch.gemm` and adds ``kernel_fp32_acc`` and
+    ``kernel_fp16_acc`` (the value of C[0, 0]) and ``*_all_equal`` (True when
+    every element of C has that value); without a GPU those are None.
+    ``source`` is "live" or "emulated"; ``where`` says on what.
+    This is what the GPU recorder stores as ``extras.fp16_accumulator``.
+    (Constant inputs on purpose: the demonstration needs the exact sum, not a timing.)
+    """
+    e16 = fp16_sum_emulation(K, step=16)
+    e1 = fp16_sum_emulation(K, step=1)
+    out = {"M": M, "N": N, "K": K, "a": DEMO["a"], "b": DEMO["b"], "exact": e16["exact"],
+           "emulated_fp16_k16": e16["final_fp16"], "emulated_fp16_k16_stalls_at": e16["stalls_at_k"],
+           "emulated_fp16_scalar": e1["final_fp16"], "emulated_fp16_scalar_stalls_at": e1["stalls_at_k"],
+           "emulated_fp32": e16["final_fp32"],
+           "kernel_fp32_acc": None, "kernel_fp16_acc": None,
+           "kernel_fp32_acc_all_equal": None, "kernel_fp16_acc_all_equal": None,
+           "source": "emulated", "where": "NumPy float16 on the CPU"}
+    if not gpu.live():
+        return out
+    cp = gpu.cupy()
+    A = cp.full((M, K), DEMO["a"], dtype=cp.float16)
+    B = cp.full((K, N), DEMO["b"], dtype=cp.float16)
+    for key, name in ACCUMULATOR_KERNELS:
+        C = cp.empty((M, N), dtype=cp.float16)
+        verify.poison(C)
+        launch.gemm(key, A, B, C)
+        Ch = cp.asnumpy(C).astype(np.float64)
+        out[name] = float(Ch[0, 0])
+        out[name + "_all_equal"] = bool((Ch == Ch[0, 0]).all())
+    out["source"] = "live"
+    out["where"] = results.where(True)
+    return out
+
+
+def fp16_accumulator_results() -> dict:
+    """Live: :func:`fp16_accumulator_demo`. Recorded, or on a GPU that cannot run the two
+    kernels (:func:`helpers.runtime.launch.unable`, said in ``where``): ``extras.fp16_accumulator``
+    of the results file if present (``source`` "recorded", ``where`` naming the
+    GPU run), else the emulation alone with ``recorded`` False."""
+    why = [w for w in (launch.unable(catalog.get(k)) for k, _ in ACCUMULATOR_KERNELS) if w]
+    if gpu.live() and not why:
+        return {**fp16_accumulator_demo(), "recorded": True}
+    data = results.load()
+    rec = data.get("extras", {}).get("fp16_accumulator")
+    if rec:
+        where = results.where(False, data["provenance"])
+        if why:
+            where = f"{where.split('; no GPU here')[0]} (this GPU cannot run the kernels: they {why[0]})"
+        return {**rec, "source": "recorded", "where": where, "recorded": True}
+    return {**fp16_accumulator_demo(), "recorded": False}
+
+
 def fp16_accumulator_table() -> None:
     """The fp16-accumulator table: exact sum, NumPy models and (when a GPU ran
-    them) both kernels, from :func:`helpers.runtime.precision.fp16_accumulator_results`.
+    them) both kernels, from :func:`fp16_accumulator_results`.
     AssertionError when the fp32-accumulating kernel is not exact."""
-    d = precision.fp16_accumulator_results()
+    d = fp16_accumulator_results()
     d = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in d.items()}
     rows = [{"accumulator": "exact (0.25 x K)", "C[i, j]": d["exact"], "how": "arithmetic"},
             {"accumulator": "fp32, NumPy model", "C[i, j]": d["emulated_fp32"], "how": "NumPy float32 on the CPU"},

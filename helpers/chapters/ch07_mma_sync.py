@@ -2,8 +2,9 @@
 
 The catalog entries (two dtypes); :func:`ncu_plan` / :func:`ncu_rows` /
 :func:`show_ncu_ldmatrix` (the launches ``scripts/ncu_ldmatrix.py`` profiles,
-and the model next to ``results.artifact("ldmatrix")``); :func:`show_probes`
-(the PROBE ladder: leave one stage out); :func:`ladder_rungs` / :func:`show_ladder` (from
+and the model next to ``results.artifact("ldmatrix")``); :func:`mma_sync_probes` /
+:func:`probe_results` / :func:`show_probes` (the PROBE ladder: leave one stage out);
+:func:`ladder_rungs` / :func:`show_ladder` (from
 WMMA to this chapter's defaults one parameter at a time, timed against cuBLAS in one run).
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from helpers.figures import fragments as fragments_fig, probes as probes_fig, show
 from helpers.models import mma_sync
 from helpers.models.mma_sync import MMA_TEACHING, WMMA_NCU, predict_ncu_mma_sync, predict_ncu_wmma_ldsm
-from helpers.runtime import bench, catalog, gpu, launch, probes, results
+from helpers.runtime import bench, catalog, gpu, launch, power, results, timing
 from helpers.runtime.catalog import Kernel, frozen_sweep, register
 
 from .common import TC_BLOCK, TC_GRID, tc_rules
@@ -126,13 +127,93 @@ def show_ncu_ldmatrix(shape=(512, 512, 512)) -> None:
                f"Model (helpers/models/mma_sync.py) vs Nsight Compute, M = N = K = 512, one launch each; {where}.")
 
 
+# ------------------------------------------------------------------ the PROBE ladder: leave one stage out
+# Without hardware counters, the cost of a stage of a kernel can still be measured: build
+# variants that skip it and time them in the same run. kernels/07_mma_sync.cu has such a
+# ladder behind -DPROBE=n; each rung leaves out one more stage, so the difference between
+# two rungs is the cost of the stage the second one drops. Rungs 1-4 compute wrong results
+# on purpose and are never checked; rung 0 is checked like every kernel. The GPU's clock and
+# power are sampled during the timings: a Tensor Core kernel on an H200 can run into the
+# board's power limit, and then the clock, not the kernel, sets the pace.
+PROBE_LADDER = (
+    (0, "the kernel", "-"),
+    (1, "no C stores", "epilogue (C stores)"),
+    (2, "... and no main-loop cp.async", "global -> shared copies"),
+    (3, "... and no barrier", "cp.async.wait + __syncthreads"),
+    (4, "... and no ldmatrix: mma only", "shared -> register loads (ldmatrix)"),
+)
+PROBE_KEYS = {"float16": "mma_sync_f16", "bfloat16": "mma_sync_bf16"}
+
+
+def mma_sync_probes(dtype: str = "float16", shape=(4096, 4096, 4096), rounds: int = 3, **params) -> dict:
+    """Time the PROBE ladder of 07_mma_sync.cu live, each rung against cuBLAS.
+
+    Args:
+        dtype: "float16" or "bfloat16" (picks ``mma_sync_f16`` / ``mma_sync_bf16``).
+        shape: (M, N, K).
+        rounds: each rung is one :func:`helpers.runtime.bench.measure` on the same inputs,
+            timed against cuBLAS in this many alternating rounds; rows report medians.
+        params: overrides of the kernel's default tile parameters
+            (``LOAD_SPREAD`` must stay 1: the probes live in that loop).
+
+    Returns ``{"rows": [...], "power": PowerSampler.summary(), "params", "dtype", "shape"}``;
+    each row has ``probe``, ``label``, ``stage`` (what the rung drops),
+    ``ms``, ``TFLOP/s``, ``cuBLAS TFLOP/s``, ``ratio`` (of the rung's TFLOP/s to cuBLAS's)
+    and ``saves`` (ratio gained over the previous rung).
+    Raises ValueError for bad parameters, RuntimeError without a GPU,
+    WrongResult if rung 0 is wrong.
+    """
+    key = PROBE_KEYS.get(dtype)
+    if key is None:
+        raise ValueError(f"dtype={dtype!r}: must be one of {tuple(PROBE_KEYS)}")
+    timing.check_rounds(rounds)
+    spec = catalog.get(key)
+    p = spec.params(**params)
+    if p.get("LOAD_SPREAD") != 1:
+        raise ValueError(f"LOAD_SPREAD={p.get('LOAD_SPREAD')}: must be 1 (the probes are in that loop)")
+    shape = tuple(shape)
+    builds = [launch.prepare(key, shape, extra_defines={"PROBE": n} if n else None, **p) for n, _, _ in PROBE_LADDER]
+    data = bench.inputs(shape, dtype)
+
+    def rung(n, L, check=False, timed=True):
+        return bench.measure(lambda A, B, C: L(A, B, C, *shape), shape, dtype, data=data, check=check,
+                             timed=timed, rounds=rounds, chapter=7, kernel=key, params={**p, "PROBE": n})
+    rung(0, builds[0], check=True, timed=False)   # the kernel is checked; rungs 1-4 are wrong on purpose
+    with power.PowerSampler() as ps:              # each rung against its own cuBLAS runs, alternated
+        recs = [rung(n, L) for (n, _, _), L in zip(PROBE_LADDER, builds)]
+    rows, prev = [], None
+    for (n, label, stage), r in zip(PROBE_LADDER, recs):
+        rows.append({"probe": n, "label": label, "stage": stage, "ms": r.ms, "TFLOP/s": r.value,
+                     "cuBLAS TFLOP/s": r.reference_value, "ratio": r.ratio,
+                     "saves": None if prev is None else round(r.ratio - prev, 4)})
+        prev = r.ratio
+    return {"rows": rows, "power": ps.summary(), "params": p, "dtype": dtype, "shape": list(shape)}
+
+
+def probe_results(dtype: str = "float16", shape=(4096, 4096, 4096)) -> tuple[dict | None, str]:
+    """:func:`mma_sync_probes` live, or the run recorded in results/<gpu>.json
+    (``extras.mma_sync_probes[dtype]``) without a GPU or on one that cannot run the
+    kernel (:func:`helpers.runtime.launch.unable`, said in the label); returns (result, where-label).
+    The result is None when nothing was recorded."""
+    key = PROBE_KEYS.get(dtype, PROBE_KEYS["float16"])
+    why = launch.unable(catalog.get(key))
+    if gpu.live() and not why:
+        return mma_sync_probes(dtype, shape), results.where(True)
+    data = results.load()
+    rec = data.get("extras", {}).get("mma_sync_probes", {}).get(dtype)
+    where = results.where(False, data["provenance"])
+    if why:
+        where = f"{where.split('; no GPU here')[0]} ({key} {why})"
+    return rec, where
+
+
 def show_probes(shape=(4096, 4096, 4096)) -> None:
     """The PROBE ladder of 07_mma_sync.cu for fp16 and bf16 (figure for fp16,
     one table for both), measured live or read from the results file; a note
     per dtype that was never recorded."""
     probe_rows, pr_where = [], ""
     for dt in ("float16", "bfloat16"):
-        pr, pr_where = probes.probe_results(dt, shape)
+        pr, pr_where = probe_results(dt, shape)
         if pr is None:
             show.note(f"The probe ladder is not recorded yet ({pr_where}); run this notebook on a GPU.",
                       title=f"Probes, {dt}")
@@ -142,7 +223,7 @@ def show_probes(shape=(4096, 4096, 4096)) -> None:
             show.figure(probes_fig.probe_figure(pr, title=f"mma.sync fp16 4096^3: leave one stage out ({pr_where})"))
         top, base = pr["rows"][-1]["ratio"], pr["rows"][0]["ratio"]
         print(f"{dt}: the mma instructions alone reach {top:.3f} of cuBLAS; the kernel {base:.3f}, "
-              f"{base / top:.0%} of that ceiling. {probes.power_note(pr['power'])}")
+              f"{base / top:.0%} of that ceiling. {power.power_note(pr['power'])}")
     if probe_rows:
         show.table(probe_rows, ["dtype", "probe", "label", "stage", "TFLOP/s", "cuBLAS TFLOP/s", "ratio", "saves"],
                    f"PROBE ladder of 07_mma_sync.cu at its defaults, M = N = K = 4096, each rung timed next to cuBLAS "

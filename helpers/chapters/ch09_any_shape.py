@@ -4,7 +4,8 @@
 The catalog entries (the predicated kernel, cp.async and register builds) and the
 measurements the notebook shows (strategies side by side, reproducibility, waves and
 their control, the shape zoo). The runner and the dispatcher :func:`gemm` live in
-:mod:`helpers.runtime.anyshape` (re-exported here). Live, each measurement checks every
+:mod:`helpers.runtime.anyshape` (re-exported here); its "hopper" strategies run chapter 10's
+last rung, which that chapter names to the runner (``anyshape.use_hopper``). Live, each measurement checks every
 strategy against a float64 reference after a NaN poison and times it against cuBLAS on
 the same inputs in alternating rounds; without a
 GPU (or on one older than sm_80) the notebook reads ``results/h200-anyshape.json``
@@ -20,7 +21,7 @@ import numpy as np
 from helpers.figures import anyshape as fig, show
 from helpers.models import anyshape as model
 from helpers.models.raster import cdiv
-from helpers.runtime import anyshape as rt, bench, checks, gpu, probes, results, timing, verify
+from helpers.runtime import anyshape as rt, bench, checks, gpu, power, results, timing, verify
 from helpers.runtime.anyshape import (DTYPES, FILE, H200_SMS, MIN_CC, STRATEGIES, aligned_inputs, can_run,  # noqa: F401
                                       check_inputs, gemm, plan_for, run)
 from helpers.runtime.catalog import Kernel, register
@@ -67,23 +68,11 @@ def key(dtype: str = "float16", aligned: bool = True) -> str:
 
 
 # ------------------------------------------------------------------ measurements (live) and records (recorded)
-def _inputs(M: int, N: int, K: int, dtype: str, offsets=(0, 0, 0)):
-    """Random A (M, K), B (K, N) and an output C (M, N), each starting ``offsets[i]``
-    elements into its buffer (1 gives a base pointer that is only 2-byte aligned)."""
-    cp = gpu.cupy()
-
-    def mat(rows, cols, off, fill):
-        n = rows * cols + off
-        return (verify.random_matrix((n,), dtype) if fill else cp.empty((n,), verify.np_dtype(dtype)))[off:].reshape(rows, cols)
-    return mat(M, K, offsets[0], True), mat(K, N, offsets[1], True), mat(M, N, offsets[2], False)
-
-
-def _record(name, p, dtype, shape, offsets, **kw) -> dict:
+def _labels(name, p, offsets, note=None) -> dict:
+    """The record labels of strategy ``name`` run as plan ``p`` (None: not run, ``note`` says why)."""
     title = (f"auto: {p.name}" if name == "auto" else p.name) if p else name
-    return results.Record(chapter=9, kernel=f"any:{name}", title=title,
-                          params={"strategy": name, "offsets": list(offsets)}, dtype=dtype, shape=list(shape),
-                          metric="TFLOP/s", reference="cuBLAS", note=p.reason if p else kw.pop("note", None),
-                          **{"value": None, "reference_value": None, "ratio": None, "rel_err": None, **kw}).as_dict()
+    return dict(chapter=9, kernel=f"any:{name}", title=title, params={"strategy": name, "offsets": list(offsets)},
+                note=p.reason if p else note)
 
 
 def measure(strategies, shape, dtype: str = "float16", offsets=(0, 0, 0), rounds: int = 3,
@@ -91,9 +80,11 @@ def measure(strategies, shape, dtype: str = "float16", offsets=(0, 0, 0), rounds
     """Check and time each of ``strategies`` (names of :data:`STRATEGIES`, or
     :class:`~helpers.models.anyshape.Plan` objects) on one shape, live.
 
-    Fresh random inputs (``offsets``: see :func:`_inputs`), a float64 reference; for each
-    strategy C is NaN-poisoned, computed, checked (:class:`helpers.runtime.verify.WrongResult`
-    if wrong), then timed against cuBLAS on the same inputs in ``rounds`` alternating rounds.
+    One set of fresh random inputs for all (:func:`helpers.runtime.bench.inputs`; ``offsets``:
+    elements into the buffers of A, B, C, so 1 gives base pointers that are only 2-byte
+    aligned); each strategy is one :func:`helpers.runtime.bench.measure`: C NaN-poisoned,
+    computed, checked against float64 (:class:`helpers.runtime.verify.WrongResult` if wrong),
+    then timed against cuBLAS on the same inputs in ``rounds`` alternating rounds.
     Returns records (the results contract): ``value`` TFLOP/s, ``reference_value`` cuBLAS
     TFLOP/s, ``ratio``, ``rel_err``, ``ms``, ``note`` (the plan's reason); a strategy this GPU
     cannot run has ``value`` None and a ``note`` saying why. ``check_only``: no timing.
@@ -103,31 +94,22 @@ def measure(strategies, shape, dtype: str = "float16", offsets=(0, 0, 0), rounds
     for n in strategies:
         require(isinstance(n, model.Plan) or n in STRATEGIES, "strategy", n, f"must be a Plan or one of {STRATEGIES}")
     checks.require_all(checks.positive_int(n, v) for n, v in zip("MNK", (M, N, K)))
-    A, B, C = _inputs(M, N, K, dtype, offsets)
-    ref = verify.reference_gemm(A, B)
-    al = aligned_inputs(A, B)
-    blas = timing.cublas_gemm(A, B, gpu.cupy().empty((M, N), verify.np_dtype(dtype)))
-    fl = timing.gemm_flops(M, N, K)
+    data = bench.inputs((M, N, K), dtype, offsets=offsets)
+    al = aligned_inputs(data.arrays["A"], data.arrays["B"])
     out = []
     for item in strategies:
         name = "plan" if isinstance(item, model.Plan) else item
         why = can_run("hopper" if name == "plan" and item.operands == "hopper" else name)
         if why:
-            out.append(_record(name, None, dtype, (M, N, K), offsets, note=why, source="live"))
+            out.append(results.Record(**_labels(name, None, offsets, why), dtype=dtype, shape=[M, N, K],
+                                      metric="TFLOP/s", value=None, reference="cuBLAS", reference_value=None,
+                                      ratio=None, rel_err=None, source="live").as_dict())
             continue
         p = item if name == "plan" else plan_for(name, M, N, K, al)
-        fn = lambda: run(p, A, B, C)          # noqa: E731
-        verify.poison(C)
-        fn()
-        err = verify.check(C, ref, dtype, what=f"{name} ({p.name}) at {M} x {N} x {K}, offsets {offsets}")
-        if check_only:
-            out.append(_record(name, p, dtype, (M, N, K), offsets, rel_err=err, source="live"))
-            continue
-        t = timing.time_pair(fn, blas, rounds=rounds, budget_ms=budget_ms)
-        tf, rtf = timing.tflops(fl, t["ms"]), timing.tflops(fl, t["ref_ms"])
-        out.append(_record(name, p, dtype, (M, N, K), offsets, value=bench.sig(tf), reference_value=bench.sig(rtf),
-                           ratio=bench.sig(tf / rtf, 4), rel_err=err, ms=bench.sig(t["ms"]), repeats=t["n"],
-                           rounds=rounds, source="live"))
+        out.append(bench.measure(lambda A, B, C, p=p: run(p, A, B, C), (M, N, K), dtype, data=data,
+                                 timed=not check_only, rounds=rounds, budget_ms=budget_ms,
+                                 what=f"{name} ({p.name}) at {M} x {N} x {K}, offsets {offsets}",
+                                 **_labels(name, p, offsets)).as_dict())
     return out
 
 
@@ -211,7 +193,7 @@ def reproducibility(shapes=SPLITK_SHAPES, dtypes=("float16", "bfloat16"), runs: 
     rows = []
     for dtype in dtypes:
         for M, N, K in shapes:
-            A, B, C = _inputs(M, N, K, dtype)
+            A, B, C = bench.inputs((M, N, K), dtype).args()
             s = max(2, model.choose_splits(M, N, K, rt.sm_count())[0])
             for red in ("twopass", "atomic"):
                 p = model.Plan(schedule="splitk", splits=s, reduction=red)
@@ -272,13 +254,13 @@ def wave_rows(dtype: str = "float16", n: int = 4096, k: int = 8192, tile_rows=WA
     ctl = []
     for b in (x for x in control if x <= sms):
         M, N, K = 128, 256 * b, k
-        A, B, C = _inputs(M, N, K, dtype)
+        data = bench.inputs((M, N, K), dtype)
         p = model.Plan(reason="one wave")
-        verify.poison(C)
-        run(p, A, B, C)
-        verify.check(C, verify.reference_gemm(A, B), dtype, what=f"control wave of {b} tiles")
+        bench.measure(lambda A, B, C: run(p, A, B, C), (M, N, K), dtype, data=data, timed=False,
+                      what=f"control wave of {b} tiles")      # checked here, timed alone below
+        A, B, C = data.args()
         fn = lambda: run(p, A, B, C)          # noqa: E731
-        with probes.PowerSampler() as ps:     # the kernel alone, back to back: the clock it gets
+        with power.PowerSampler() as ps:      # the kernel alone, back to back: the clock it gets
             t = timing.time_ms(fn, budget_ms=1500.0, max_repeat=20000)
         clk = ps.summary() or {}
         ctl.append({"busy SMs": b, "ms": bench.sig(t["ms"]), "TFLOP/s per SM":

@@ -13,7 +13,7 @@ import numpy as np
 from helpers.figures import hopper as hopper_fig, records, show
 from helpers.models import hopper as model
 from helpers.models.raster import cdiv
-from helpers.runtime import bench, catalog, compile as kc, gpu, launch, results, tma, verify
+from helpers.runtime import anyshape, bench, catalog, compile as kc, gpu, launch, results, tma, verify
 from helpers.runtime.catalog import Kernel, register
 from helpers.runtime.checks import multiple_of
 
@@ -121,6 +121,10 @@ for _dt, (_suffix, _fixed) in DTYPES.items():
             owner=_owner_rung1 if _entry == "hopper_tma_wgmma" else None,
             sweep=(({"STAGES": 3}, {"CLUSTER_M": 1}, {"GROUP_M": 1}, {"GROUP_M": 16})
                    if _name == "r5_tma_store" else ())))
+
+# Chapter 9's "hopper" strategies (helpers.runtime.anyshape, the dispatcher helpers.gemm) run
+# this chapter's last rung on any shape; its split-K build is that rung with EPI_TMA=0.
+anyshape.use_hopper({dt: key("r5_tma_store", dt) for dt in DTYPES})
 
 LADDER = [name for name, *_ in RUNGS]
 SHORT = {"r1_tma_wgmma": "1 TMA+wgmma", "r2_warp_specialized": "2 specialized", "r3_persistent": "3 persistent",

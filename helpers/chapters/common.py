@@ -274,8 +274,7 @@ def run_control(key: str, shape, p: dict, say) -> dict | None:
         return None
     ref = "cuBLAS" if spec.op == "gemm" else "a device-to-device copy"
     say(f"{label}: measuring… (checked against a float64 reference, timed against {ref} in the same run)")
-    measure = bench.gemm if spec.op == "gemm" else bench.transpose
-    r = measure([(key, p)], shape)[0]
+    r = bench.prepared(L)                     # the launch validated and compiled above, measured once
     res = L.resources()
     say(f"{label}: {r['value']:.2f} {r['metric']} = {r['ratio']:.3f} x {r['reference']} "
         f"(same run), rel_err {r['rel_err']:.1e}; {res['registers']} regs, "

@@ -22,9 +22,31 @@ from helpers.runtime import catalog
 from .style import PHASE_COLORS, model_note, small
 
 
-LAYOUTS = {"PAD=0": ("tile1d_conflict", {}), "PAD=1": ("tile1d_padded", {"PAD": 1}),
-           "PAD=2": ("tile1d_padded", {"PAD": 2}), "PAD=4": ("tile1d_padded", {"PAD": 4}),
-           "XOR swizzle": ("tile1d_swizzle", {})}
+# The layouts of the A tile the figure shows, as the -D values of kernels/04_bank_conflicts.cu
+# (LAYOUT 0: row-major, PAD floats after each row; 1: XOR-swizzled). Which catalog kernel
+# builds each one is read from the kernels chapter 4 named to the "tile1d" bank model
+# (:func:`kernel_of`).
+LAYOUTS = {"PAD=0": {"LAYOUT": 0, "PAD": 0}, "PAD=1": {"LAYOUT": 0, "PAD": 1}, "PAD=2": {"LAYOUT": 0, "PAD": 2},
+           "PAD=4": {"LAYOUT": 0, "PAD": 4}, "XOR swizzle": {"LAYOUT": 1, "PAD": 0}}
+
+
+def kernel_of(layout: str) -> tuple[str, dict]:
+    """(catalog key, parameter overrides) of the first kernel of the "tile1d" bank model
+    (:func:`helpers.models.banks.kernels_of`) that builds ``layout`` of :data:`LAYOUTS`:
+    one whose fixed -D values are the layout's, or whose PAD is a parameter. ValueError for
+    an unknown layout, LookupError when no kernel builds it."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout={layout!r}: must be one of {tuple(LAYOUTS)}")
+    want = LAYOUTS[layout]
+    for key in banks.kernels_of("tile1d"):
+        spec = catalog.get(key)
+        if spec.fixed.get("LAYOUT") != want["LAYOUT"]:
+            continue
+        if spec.fixed.get("PAD") == want["PAD"]:
+            return key, {}
+        if "PAD" not in spec.fixed and "PAD" in spec.defaults:
+            return key, {"PAD": want["PAD"]}
+    raise LookupError(f"layout={layout!r}: no kernel of the tile1d bank model builds {want}")
 
 
 DIRECTIONS = {"row": "the tile store: a warp writes along rows (STS, 4 bytes per lane)",
@@ -48,9 +70,7 @@ def bank_state(width: int = 32, direction: str = "column", layout: str = "PAD=0"
         raise ValueError(f"width={width}: must be 16 or 32 (BK of the chapter-4 kernels)")
     if direction not in DIRECTIONS:
         raise ValueError(f"direction={direction!r}: must be one of {tuple(DIRECTIONS)}")
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout={layout!r}: must be one of {tuple(LAYOUTS)}")
-    key, extra = LAYOUTS[layout]
+    key, extra = kernel_of(layout)
     p = {"BK": width, **extra}
     q = {"PAD": 0, **catalog.get(key).full(p)}
     pad = q["PAD"] if q["LAYOUT"] == 0 else 0

@@ -33,7 +33,9 @@ def staging_figure(p: dict | None = None, shape=(32, 32, 32), block=(1, 2)):
     that step. From :func:`helpers.models.tiles.staging` for every step.
     Raises ValueError for a block outside the grid."""
 
-    q = catalog.get("smem_tiled").params(**(p or {"TILE": 8}))
+    q = dict(p or {"TILE": 8})
+    if set(q) != {"TILE"} or not isinstance(q["TILE"], int) or isinstance(q["TILE"], bool) or q["TILE"] < 1:
+        raise ValueError(f"p={p!r}: must be {{'TILE': T}} with T a positive integer (the tile of sgemm_smem_tiled)")
     T = q["TILE"]
     M, N, K = shape
     bx, by = block

@@ -166,13 +166,16 @@ class Plan:
     """What the dispatcher runs: ``operands`` ("direct", "regs", "repack" or "padding"),
     ``schedule`` ("dp", "splitk" or "streamk"), ``splits`` (split-K), ``reduction``
     ("twopass": deterministic, or "atomic"), ``policy`` (stream-K: "sk", "hybrid",
-    "hybrid2"), and ``reason``: one line saying why."""
+    "hybrid2"), ``cluster_m`` (split-K on the Hopper kernel: its CLUSTER_M; 1, the default,
+    because split-K units fill one wave: no multicast, and no cluster to place), and
+    ``reason``: one line saying why."""
     operands: str = "direct"
     schedule: str = "dp"
     splits: int = 1
     reduction: str = "twopass"
     policy: str = "hybrid2"
     reason: str = ""
+    cluster_m: int = 1
 
     @property
     def name(self) -> str:

@@ -49,6 +49,7 @@ from collections import Counter
 
 import numpy as np
 
+from .names import KernelNames
 from .raster import cdiv
 
 BANKS = 32
@@ -170,14 +171,33 @@ def wavefronts(addrs, width: int = 4, load: bool = True) -> dict:
 
 # ------------------------------------------------------------------ kernels
 # One shared-memory instruction of a warp: ("ld" | "st", array, width, addrs).
-GEMM_KEYS = ("tile1d_conflict", "tile1d_padded", "tile1d_swizzle", "tile1d_transposed")
-TRANSPOSE_KEYS = ("transpose_shared", "transpose_padded")
+# Two bank models of whole kernels: "tile1d", the shared-memory code of chapter 4's
+# sgemm_tile1d (kernels/04_bank_conflicts.cu, every layout of its A tile), and "transpose",
+# that of the shared-tile transposes of chapter 0 (kernels/00_transpose.cu). A chapter says
+# which of its kernels follows which (name_model); the functions below then take the
+# kernel's name or the model's.
+MODELS = ("tile1d", "transpose")
+_NAMES = KernelNames("model", MODELS, "no bank model")
+
+
+def name_model(kernel: str, model: str) -> None:
+    """Say that kernel ``kernel`` (a catalog key, given by its chapter) follows bank model
+    ``model`` (one of :data:`MODELS`), so :func:`predict`, :func:`warp_access` and
+    :func:`static_shared_ops` take its name. ValueError for an unknown model."""
+    _NAMES.name(kernel, model)
+
+
+def kernels_of(model: str) -> tuple:
+    """The kernel names that follow bank model ``model``, in the order they were named."""
+    return _NAMES.kernels_of(model)
+
+
+_model = _NAMES.of
 
 
 def _full(key: str, p: dict) -> dict:
     """``p``: every -D value of the kernel (``catalog.get(key).full(...)``); PAD defaults to 0."""
-    if key not in GEMM_KEYS + TRANSPOSE_KEYS:
-        raise KeyError(f"kernel={key!r}: no bank model (have {GEMM_KEYS + TRANSPOSE_KEYS})")
+    _model(key)
     return {"PAD": 0, **p}
 
 
@@ -239,17 +259,13 @@ def _transpose_instructions(q: dict, warp: int):
 
 
 def _warps(key: str, q: dict) -> int:
-    if key in TRANSPOSE_KEYS:
+    if _model(key) == "transpose":
         return q["TILE"] * q["BLOCK_ROWS"] // 32
     return q["BM"] * q["BN"] // q["TN"] // 32
 
 
 def _instructions(key: str, q: dict, warp: int):
-    if key in GEMM_KEYS:
-        return _gemm_instructions(q, warp)
-    if key in TRANSPOSE_KEYS:
-        return _transpose_instructions(q, warp)
-    raise KeyError(f"kernel={key!r}: no bank model (have {GEMM_KEYS + TRANSPOSE_KEYS})")
+    return (_gemm_instructions if _model(key) == "tile1d" else _transpose_instructions)(q, warp)
 
 
 ACCESS_ALIASES = {"row": "A_store", "column": "A_read"}
@@ -258,8 +274,9 @@ ACCESS_ALIASES = {"row": "A_store", "column": "A_read"}
 def warp_access(key: str, p: dict, access: str = "column", warp: int = 0, index: int = 0) -> dict:
     """Lane -> address map of one warp instruction of a book kernel.
 
-    ``key``: a chapter-4 GEMM (``tile1d_*``) or chapter-0 transpose
-    (``transpose_shared``, ``transpose_padded``); ``p``: every -D value of the variant
+    ``key``: a kernel its chapter named to a bank model (:func:`name_model`: chapter 4's
+    tile1d GEMMs, chapter 0's shared-tile transposes), or a model of :data:`MODELS`;
+    ``p``: every -D value of the variant
     (``helpers.runtime.catalog.get(key).full(params)``). ``access``: for the GEMMs "A_read" (alias
     "column": the warp reads the A tile down a column), "A_store" (alias
     "row"), "B_read", "B_store"; for the transposes "row" (the tile store,
@@ -269,7 +286,7 @@ def warp_access(key: str, p: dict, access: str = "column", warp: int = 0, index:
     "cost": :func:`wavefronts` result}``.
     """
     q = _full(key, p)
-    if key in GEMM_KEYS:
+    if _model(key) == "tile1d":
         access = ACCESS_ALIASES.get(access, access)
     ins = [i for i in _instructions(key, q, warp) if i[2] == access]
     if not ins:
@@ -303,18 +320,16 @@ def predict(key: str, p: dict, shape=(512, 512, 512)) -> dict:
     accesses behind per-lane tests), else ValueError.
     """
     q = _full(key, p)
-    if key in GEMM_KEYS:
+    if _model(key) == "tile1d":
         M, N, K = shape
         reps = cdiv(M, q["BM"]) * cdiv(N, q["BN"]) * cdiv(K, q["BK"])
-    elif key in TRANSPOSE_KEYS:
+    else:
         R, C = shape
         for name, v in (("ROWS", R), ("COLS", C)):
             if v % q["TILE"]:
                 raise ValueError(f"{name}={v}: must be a multiple of TILE={q['TILE']} for the counter "
                                  "model (edge tiles are partly skipped by per-lane tests)")
         reps = (R // q["TILE"]) * (C // q["TILE"])
-    else:
-        raise KeyError(f"kernel={key!r}: no bank model (have {GEMM_KEYS + TRANSPOSE_KEYS})")
     tot = dict.fromkeys(METRICS, 0)
     for w in range(_warps(key, q)):
         for op, _, _, width, addrs in _instructions(key, q, w):

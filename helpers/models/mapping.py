@@ -15,10 +15,31 @@ from __future__ import annotations
 
 import numpy as np
 
+from .names import KernelNames
 from .raster import cdiv
 
 SECTOR = 32  # bytes: the unit in which L1/L2 move global memory (a warp's
              # request costs one transaction per distinct 32-byte sector)
+
+
+# The index schemes of heavens 1 and 2: "x-first" (threadIdx.x runs down the rows of C:
+# kernels/01_naive.cu's uncoalesced order), "y-first" (threadIdx.x runs along a row of C),
+# "float4" (each thread a 1 x 4 strip of a row, float4 loads along k of A and along n of B)
+# and "k-major" (y-first threads, B stored transposed, float4 loads along k of A and Bt).
+# A chapter says which scheme each of its kernels uses (name_scheme); the functions below
+# then take the kernel's name or the scheme's.
+SCHEMES = ("x-first", "y-first", "float4", "k-major")
+_NAMES = KernelNames("scheme", SCHEMES, "no index model in helpers/models/mapping.py")
+
+
+def name_scheme(kernel: str, scheme: str) -> None:
+    """Say that kernel ``kernel`` (a catalog key, given by its chapter) uses index scheme
+    ``scheme`` (one of :data:`SCHEMES`), so :func:`owner`, :func:`warp_loads` and
+    :func:`sectors_per_fma` take its name. ValueError for an unknown scheme."""
+    _NAMES.name(kernel, scheme)
+
+
+_scheme = _NAMES.of
 
 
 def _threads_of(key: str, p: dict, shape):
@@ -26,21 +47,22 @@ def _threads_of(key: str, p: dict, shape):
     M, N, K = shape
     BX, BY = p["BLOCK_X"], p["BLOCK_Y"]
     i, j = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
-    if key == "naive_xfirst":
+    scheme = _scheme(key)
+    if scheme == "x-first":
         gx = cdiv(M, BX)
         return i // BX, j // BY, i % BX, j % BY, gx
-    if key in ("naive_yfirst", "kmajor"):
+    if scheme in ("y-first", "k-major"):
         gx = cdiv(N, BX)
         return j // BX, i // BY, j % BX, i % BY, gx
-    if key == "vec4":
-        q = j // 4
-        gx = cdiv(N, 4 * BX)
-        return q // BX, i // BY, q % BX, i % BY, gx
-    raise KeyError(f"kernel={key!r}: no index model in helpers/models/mapping.py")
+    q = j // 4                                            # float4
+    gx = cdiv(N, 4 * BX)
+    return q // BX, i // BY, q % BX, i % BY, gx
 
 
 def owner(key: str, p: dict, shape) -> np.ndarray:
-    """int32 (M, N): blockLinear * 1024 + threadLinear of the thread writing C[i, j]."""
+    """int32 (M, N): blockLinear * 1024 + threadLinear of the thread writing C[i, j], for a
+    kernel named to a scheme (:func:`name_scheme`) or a scheme of :data:`SCHEMES`; ``p``
+    holds BLOCK_X and BLOCK_Y, ``shape`` is (M, N, K). KeyError for an unknown name."""
     bx, by, tx, ty, gx = _threads_of(key, p, shape)
     return ((by * gx + bx) * 1024 + ty * p["BLOCK_X"] + tx).astype(np.int32)
 
@@ -68,11 +90,12 @@ def warp_loads(key: str, p: dict, shape, block=(0, 0), warp: int = 0, step: int 
         loads.append({"operand": operand, "elements": sorted({x for e, _ in ok for x in e}),
                       "bytes": nbytes, "sectors": len({s for s in sectors})})
 
-    if key in ("naive_xfirst", "naive_yfirst"):
+    scheme = _scheme(key)
+    if scheme in ("x-first", "y-first"):
         k = step
         rc = []
         for tx, ty in lanes:
-            if key == "naive_xfirst":
+            if scheme == "x-first":
                 i, j = bx * BX + tx, by * BY + ty
             else:
                 i, j = by * BY + ty, bx * BX + tx
@@ -81,7 +104,7 @@ def warp_loads(key: str, p: dict, shape, block=(0, 0), warp: int = 0, step: int 
             [(x[0] * K + k) if x else 0 for x in rc], 4)
         add("B", [[(k, j)] if x else None for x in rc for (i, j) in [x or (0, 0)]],
             [(k * N + x[1]) if x else 0 for x in rc], 4)
-    elif key == "vec4":
+    elif scheme == "float4":
         k0 = 4 * step
         rc = []
         for tx, ty in lanes:
@@ -92,7 +115,7 @@ def warp_loads(key: str, p: dict, shape, block=(0, 0), warp: int = 0, step: int 
         for kk in range(4):
             add("B", [[(k0 + kk, x[1] + d) for d in range(4)] if x else None for x in rc],
                 [((k0 + kk) * N + x[1]) if x else 0 for x in rc], 16)
-    elif key == "kmajor":
+    else:                                                  # k-major
         k0 = 4 * step
         rc = []
         for tx, ty in lanes:
@@ -102,8 +125,6 @@ def warp_loads(key: str, p: dict, shape, block=(0, 0), warp: int = 0, step: int 
             [(x[0] * K + k0) if x else 0 for x in rc], 16)
         add("B", [[(k0 + d, x[1]) for d in range(4)] if x else None for x in rc],
             [(x[1] * K + k0) if x else 0 for x in rc], 16)
-    else:
-        raise KeyError(f"kernel={key!r}: no index model in helpers/models/mapping.py")
     return loads
 
 
@@ -111,5 +132,5 @@ def sectors_per_fma(key: str, p: dict, shape=(4096, 4096, 4096)) -> float:
     """32-byte sectors one warp requests per FMA it performs (warp 0, block 0, step 0):
     the number behind the coalescing argument of chapter 1."""
     loads = warp_loads(key, p, shape)
-    fmas = 32 * (16 if key == "vec4" else 4 if key == "kmajor" else 1)
+    fmas = 32 * {"float4": 16, "k-major": 4}.get(_scheme(key), 1)
     return sum(l["sectors"] for l in loads) / fmas

@@ -1,7 +1,7 @@
 """Floating-point formats as a model: unit roundoff, and the fp16 running sum that stops growing.
 
-Pure NumPy (no GPU). The measurements that go with it (the kernels' fp16
-accumulator, TF32 vs FP32 cuBLAS) are helpers/runtime/precision.py.
+Pure NumPy (no GPU). The measurements that go with it: the kernels' fp16 accumulator
+(helpers/chapters/ch06_wmma.py) and TF32 vs FP32 cuBLAS (helpers/runtime/precision.py).
 """
 from __future__ import annotations
 

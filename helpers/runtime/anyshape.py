@@ -107,11 +107,31 @@ def _copy(fn, chunks: int, args) -> None:
     fn((max(1, min(cdiv(chunks, 256), 16 * sm_count())),), (256,), args)
 
 
-def _pad(fns, X, rows, cols, drows, dcols, name):
-    """X (rows x cols, any alignment) copied into a zeroed drows x dcols buffer (dcols % 8 == 0)."""
+def pad_into(X, out) -> None:
+    """Enqueue ``pad_copy``: ``out`` (drows x dcols, C-contiguous, dcols % 8 == 0) = ``X``
+    (rows x cols, C-contiguous, any alignment, rows <= drows, cols <= dcols) in its top-left
+    corner and zeros everywhere else. float16 or bfloat16."""
+    (rows, cols), (drows, dcols) = X.shape, out.shape
+    require(rows <= drows and cols <= dcols, "out.shape", tuple(out.shape), f"must hold X.shape = {(rows, cols)}")
+    require(dcols % 8 == 0, "out.shape[1]", dcols, "must be a multiple of 8 (16-byte rows)")
+    _copy(_kernels(str(X.dtype), True)["pad_copy"], drows * dcols // 8,
+          (X, np.int32(rows), np.int32(cols), np.int64(cols), out, np.int32(drows), np.int32(dcols)))
+
+
+def unpad_into(src, C) -> None:
+    """Enqueue ``unpad_copy``: ``C`` (M x N, C-contiguous, any alignment) = the top-left
+    M x N corner of ``src`` (C-contiguous, at least M x N, rows a multiple of 8 elements)."""
+    M, N = C.shape
+    require(src.shape[0] >= M and src.shape[1] >= N, "src.shape", tuple(src.shape), f"must hold C.shape = {(M, N)}")
+    require(src.shape[1] % 8 == 0, "src.shape[1]", src.shape[1], "must be a multiple of 8 (16-byte rows)")
+    _copy(_kernels(str(C.dtype), True)["unpad_copy"], cdiv(M * N, 8),
+          (src, np.int32(src.shape[1]), C, np.int32(M), np.int32(N)))
+
+
+def _pad(X, drows, dcols, name):
+    """X copied into the scratch buffer ``name`` of drows x dcols (:func:`pad_into`)."""
     buf = scratch(name, (drows, dcols), X.dtype)
-    _copy(fns["pad_copy"], drows * dcols // 8, (X, np.int32(rows), np.int32(cols), np.int64(cols), buf,
-                                                np.int32(drows), np.int32(dcols)))
+    pad_into(X, buf)
     return buf
 
 
@@ -126,28 +146,28 @@ def run(plan: model.Plan, A, B, C) -> None:
     N = B.shape[1]
     dtype = str(A.dtype)
     if plan.operands == "hopper":
-        return _run_hopper(A, B, C, M, N, K, dtype, plan.splits if plan.schedule == "splitk" else 1)
+        return _run_hopper(A, B, C, M, N, K, dtype, plan.splits if plan.schedule == "splitk" else 1, plan.cluster_m)
     fns = _kernels(dtype, plan.operands != "regs")
     cfg = model.CFG
     smem_b, n_threads = smem(cfg), threads(cfg)
     w0 = scratch("w_unused", (4,), np.float32)
     if plan.operands == "padding":               # tile multiples: every guard of the kernel passes
         Mp, Np, Kp = (model.round_up(M, cfg["BM"]), model.round_up(N, cfg["BN"]), model.round_up(K, cfg["BK"]))
-        Ap, Bp = _pad(fns, A, M, K, Mp, Kp, "padA"), _pad(fns, B, K, N, Kp, Np, "padB")
+        Ap, Bp = _pad(A, Mp, Kp, "padA"), _pad(B, Kp, Np, "padB")
         Cp = scratch("padC", (Mp, Np), A.dtype)
         fns["gemm_any"]((Np // cfg["BN"], Mp // cfg["BM"], 1), (n_threads,),
                         (Ap, Bp, Cp, w0, i32(Mp), i32(Np), i32(Kp), i32(Kp), i32(Np), i32(Np),
                          i32(Kp // cfg["BK"]), i32(0)), shared_mem=smem_b)
-        _copy(fns["unpad_copy"], cdiv(M * N, 8), (Cp, i32(Np), C, i32(M), i32(N)))
+        unpad_into(Cp, C)
         return
     Ap, lda, Bp, ldb = A, K, B, N
     if plan.operands == "repack":                # row strides rounded up to 8 elements, only where needed
         if K % 8 or A.data.ptr % 16:
             lda = model.round_up(K, 8)
-            Ap = _pad(fns, A, M, K, M, lda, "repackA")
+            Ap = _pad(A, M, lda, "repackA")
         if N % 8 or B.data.ptr % 16:
             ldb = model.round_up(N, 8)
-            Bp = _pad(fns, B, K, N, K, ldb, "repackB")
+            Bp = _pad(B, K, ldb, "repackB")
     KT = cdiv(K, cfg["BK"])
     shape_args = (i32(M), i32(N), i32(K), i32(lda), i32(ldb), i32(N))
     if plan.schedule == "splitk":
@@ -178,41 +198,57 @@ def run(plan: model.Plan, A, B, C) -> None:
                     (Ap, Bp, C, w0, *shape_args, i32(KT), i32(0)), shared_mem=smem_b)
 
 
-HOPPER = {"float16": "hopper_r5_tma_store_f16", "bfloat16": "hopper_r5_tma_store_bf16"}
+HOPPER: dict = {}                   # dtype -> catalog key of the kernel the "hopper" strategies run (use_hopper)
 _HOPPER_LAUNCH: dict = {}
 _HOPPER_SPLITK: dict = {}
 _HOPPER_SPLITK_ARGS: dict = {}      # prepared launch arguments (the arrays they point to stay alive in them)
-HOPPER_SPLITK_CLUSTER_M = 1         # split-K units fill one wave: no multicast, and no cluster to place
 
 
-def _hopper_splitk(dtype: str, cluster_m: int | None = None) -> tuple:
-    """Chapter 10's kernel built for split-K: rung 5's configuration with the direct
-    epilogue (EPI_TMA=0) and SPLIT_K=1, which adds the arguments (W, splits) and stores
-    fp32 partial tiles; ``cluster_m`` (default :data:`HOPPER_SPLITK_CLUSTER_M`): 1 is
-    rung 3, 2 rung 4. Not a catalog entry: alone it computes no C (the reduction
-    completes it), so the catalog's generic launches and tests must not run it.
-    Returns (spec, params, kernel, shared memory bytes); compiled once per variant."""
-    cl = cluster_m or HOPPER_SPLITK_CLUSTER_M
-    if (dtype, cl) not in _HOPPER_SPLITK:
+def use_hopper(keys: dict) -> None:
+    """Name the catalog kernel the "hopper" strategies run, per dtype: ``{"float16": key,
+    "bfloat16": key}``, given by the chapter that registers it (a TMA + wgmma GEMM whose
+    arguments come from ``spec.args``, with the ``-DSPLIT_K=1`` build :func:`hopper_splitk_build`
+    uses). Until then :func:`can_run` says no Hopper kernel is named. Raises ValueError for
+    a dtype the runner does not take, KeyError for a key the catalog does not hold."""
+    for dt, key in keys.items():
+        require(dt in DTYPES, "dtype", dt, f"must be one of {tuple(DTYPES)}")
+        catalog.get(key)
+    HOPPER.update(keys)
+
+
+def clear_prepared() -> None:
+    """Forget the prepared arguments of Hopper split-K launches (the next call builds its
+    tensor maps again): the control of a measurement of what that preparation saves."""
+    _HOPPER_SPLITK_ARGS.clear()
+
+
+def hopper_splitk_build(dtype: str, cluster_m: int = 1) -> tuple:
+    """The Hopper kernel (:data:`HOPPER`) built for split-K: its catalog configuration with
+    the direct epilogue (EPI_TMA=0), CLUSTER_M = ``cluster_m`` and SPLIT_K=1, which adds the
+    arguments (W, splits) and stores fp32 partial tiles. Not a catalog entry: alone it
+    computes no C (the reduction completes it), so the catalog's generic launches and tests
+    must not run it. Returns (spec, params, kernel, shared memory bytes); compiled once per
+    variant. Raises KeyError when no Hopper kernel is named for ``dtype``."""
+    if (dtype, cluster_m) not in _HOPPER_SPLITK:
         spec = catalog.get(HOPPER[dtype])
-        p = {**spec.defaults, "EPI_TMA": 0, "CLUSTER_M": cl}
+        p = {**spec.defaults, "EPI_TMA": 0, "CLUSTER_M": cluster_m}
         fn = kc.build(spec.file, spec.entry, {**spec.defines(p), "SPLIT_K": 1}, extra_options=spec.compile_options)
         fn.max_dynamic_shared_size_bytes = spec.smem(p)
-        _HOPPER_SPLITK[(dtype, cl)] = (spec, p, fn, spec.smem(p))
-    return _HOPPER_SPLITK[(dtype, cl)]
+        _HOPPER_SPLITK[(dtype, cluster_m)] = (spec, p, fn, spec.smem(p))
+    return _HOPPER_SPLITK[(dtype, cluster_m)]
 
 
-def _run_hopper(A, B, C, M, N, K, dtype, splits: int = 1) -> None:
-    """Chapter 10's last rung on any shape: A and B copied (where needed) into C-contiguous
+def _run_hopper(A, B, C, M, N, K, dtype, splits: int = 1, cluster_m: int = 1) -> None:
+    """The Hopper kernel (:data:`HOPPER`) on any shape: A and B copied (where needed) into C-contiguous
     buffers with K and N rounded up to 8 (the padding is zero, so it adds nothing), the
     kernel on (M, N8, K8) (TMA zero-fills the M, N and K tails of its tiles), C copied out
     of an M x N8 buffer when N % 8 != 0 or C is not 16-byte aligned. With ``splits`` > 1:
-    split-K on rung 3 (:func:`_hopper_splitk`), a persistent grid over tiles x splits
-    units, fp32 slabs W[z][M][N8], then chapter 9's deterministic ``splitk_reduce``."""
+    split-K on its ``cluster_m`` build (:func:`hopper_splitk_build`), a persistent grid over
+    tiles x splits units, fp32 slabs W[z][M][N8], then the deterministic ``splitk_reduce``."""
     fns = _kernels(dtype, True)
     k8, n8 = model.round_up(K, 8), model.round_up(N, 8)
-    Ap = A if (k8 == K and A.data.ptr % 16 == 0) else _pad(fns, A, M, K, M, k8, "hopA")
-    Bp = B if (k8 == K and n8 == N and B.data.ptr % 16 == 0) else _pad(fns, B, K, N, k8, n8, "hopB")
+    Ap = A if (k8 == K and A.data.ptr % 16 == 0) else _pad(A, M, k8, "hopA")
+    Bp = B if (k8 == K and n8 == N and B.data.ptr % 16 == 0) else _pad(B, k8, n8, "hopB")
     direct = n8 == N and C.data.ptr % 16 == 0
     Cp = C if direct else scratch("hopC", (M, n8), C.dtype)
     shape = (M, n8, k8)
@@ -220,9 +256,9 @@ def _run_hopper(A, B, C, M, N, K, dtype, splits: int = 1) -> None:
         # Everything but the two launches is prepared once per (arrays, shape, splits): at
         # 1024 x 1024 x 16384 the GPU needs ~60 us, about what rebuilding three tensor-map
         # arguments and their checks in Python costs (scripts/splitk_clusters.py measures both).
-        key = (dtype, HOPPER_SPLITK_CLUSTER_M, Ap.data.ptr, Bp.data.ptr, Cp.data.ptr, shape, splits)
+        key = (dtype, cluster_m, Ap.data.ptr, Bp.data.ptr, Cp.data.ptr, shape, splits)
         if key not in _HOPPER_SPLITK_ARGS:
-            spec, p, fn, smem_b = _hopper_splitk(dtype)
+            spec, p, fn, smem_b = hopper_splitk_build(dtype, cluster_m)
             cl, sms = p["CLUSTER_M"], sm_count()
             units = cdiv(cdiv(M, 128), cl) * cdiv(n8, 256) * splits     # (tile, k range) pairs, per cluster
             W = scratch("hopW", (splits * M * n8,), np.float32)
@@ -239,7 +275,7 @@ def _run_hopper(A, B, C, M, N, K, dtype, splits: int = 1) -> None:
             _HOPPER_LAUNCH[(dtype, shape)] = launch.prepare(HOPPER[dtype], shape)
         _HOPPER_LAUNCH[(dtype, shape)](Ap, Bp, Cp, M, n8, k8)
     if not direct:
-        _copy(fns["unpad_copy"], cdiv(M * N, 8), (Cp, np.int32(n8), C, np.int32(M), np.int32(N)))
+        unpad_into(Cp, C)
 
 
 # ------------------------------------------------------------------ strategies and the dispatcher
@@ -286,6 +322,8 @@ def can_run(strategy: str) -> str | None:
         return "no GPU here"
     cc = gpu.capability()                 # GEMM_BOOK_SIMULATE can force it down on a real GPU
     if strategy.startswith("hopper"):
+        if "float16" not in HOPPER:
+            return "no Hopper kernel is named for this runner (anyshape.use_hopper)"
         spec = catalog.get(HOPPER["float16"])
         return None if spec.runs_on(cc) else f"needs {spec.needs()}; this GPU is sm_{cc[0]}{cc[1]}"
     return None if tuple(cc) >= MIN_CC else f"needs sm_80 or newer; this GPU is sm_{cc[0]}{cc[1]}"

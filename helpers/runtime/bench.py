@@ -1,27 +1,49 @@
 """Measure kernels the honest way, or read what was recorded when there is no GPU.
 
-:func:`gemm` and :func:`transpose` are what the notebooks call. Live, each one:
+:func:`measure` is the one measurement of the book; everything that times a kernel
+against a same-run reference goes through it (:func:`gemm`, :func:`transpose` and
+:func:`prepared`, chapter 9's strategies, chapter 7's PROBE ladder, the scripts).
+One call:
 
-1. draws fresh random inputs and computes the float64 reference once;
-2. for every kernel: poisons the output with NaN, runs it once, verifies it
-   (AssertionError if wrong), then times it (CUDA events, warm-up, median);
-3. times the reference implementation (cuBLAS, or a device-to-device copy) on
-   the same inputs in the same run, and reports each kernel's ratio to it.
+1. takes fresh random inputs (:func:`inputs`: standard normal, never zeros) and the
+   expected result: a float64 GEMM of the same rounded inputs, or, for a copy or a
+   transpose, the exact result;
+2. poisons the output with NaN, runs the kernel once and checks it (a relative error
+   within the dtype's tolerance, :data:`helpers.runtime.verify.TOLERANCE`, or exact
+   equality; :class:`helpers.runtime.verify.WrongResult` if wrong);
+3. times it against the reference (cuBLAS through ``cupy.matmul``, or a device-to-device
+   copy of the same bytes) in alternating rounds, CUDA events after warm-up, medians of
+   every timed call (:func:`helpers.runtime.timing.time_pair`);
+4. returns a :class:`helpers.runtime.results.Record`.
 
-Without a GPU they return the records of ``results/<gpu>.json`` instead,
-marked ``source="recorded"``; a kernel never recorded comes back with
-``value=None``; a configuration the autotuner timed (a tuned default,
-:mod:`helpers.runtime.defaults`) is read from ``results/<gpu>-tuning.json`` when the results
-file lacks it. A kernel the GPU cannot run (:func:`helpers.runtime.launch.unable`:
-its compute capability or its shared memory, on the real or the simulated GPU)
-comes back recorded too, its title labelled with why ("needs sm_80 or newer; this
-GPU is sm_75: recorded on NVIDIA H200"), while the others are measured live. Each record follows the results contract (docs/architecture.md).
+Several measurements may share one :class:`Inputs` (a list of kernels on the same data).
+The check and the record need no GPU: :class:`Inputs` may hold NumPy arrays and
+``timer`` may replace the CUDA-event timer, which is how the CPU tests drive it.
+
+Without a GPU :func:`gemm` and :func:`transpose` return the records of
+``results/<gpu>.json`` instead, marked ``source="recorded"``; a kernel never recorded
+comes back with ``value=None``; a configuration the autotuner timed (a tuned default,
+:mod:`helpers.runtime.defaults`) is read from ``results/<gpu>-tuning.json`` when the
+results file lacks it. A kernel the GPU cannot run (:func:`helpers.runtime.launch.unable`:
+its compute capability or its shared memory, on the real or the simulated GPU) comes back
+recorded too, its title labelled with why ("needs sm_80 or newer; this GPU is sm_75:
+recorded on NVIDIA H200"), while the others are measured live. Each record follows the
+results contract (docs/architecture.md).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
 from . import catalog, defaults, gpu, launch, results, timing, verify
+from .checks import require
 
 Config = "str | tuple[str, dict]"
+OPS = ("gemm", "transpose", "copy")
+REFERENCE = {"gemm": "cuBLAS", "transpose": "cudaMemcpy D2D", "copy": "cudaMemcpy D2D"}
+METRIC = {"gemm": "TFLOP/s", "transpose": "GB/s", "copy": "GB/s"}
 
 
 def sig(x: float, digits: int = 5) -> float:
@@ -68,6 +90,180 @@ def _split(cfgs, measure, dtype, shape, metric, reference, *args):
     return [_unable(s, p, dtype, shape, w, metric, reference) if w else next(done) for (s, p), w in zip(cfgs, why)]
 
 
+# ------------------------------------------------------------------ one measurement
+@dataclass
+class Inputs:
+    """The data of one measurement, or of several on the same data (made by :func:`inputs`).
+
+    ``op``: "gemm", "transpose" or "copy"; ``shape``: (M, N, K) or (ROWS, COLS); ``dtype``
+    of the inputs. ``arrays``: for a GEMM "A" (M, K), "B" (K, N), "C" (M, N, the output)
+    and, once asked for, "Bt" (N, K); for a copy or a transpose "X" (ROWS, COLS) and "out".
+    ``expect``: the float64 reference of a GEMM, the exact result of a copy or a
+    transpose. ``reference``: a callable that runs the same-run reference once (cuBLAS
+    into its own output, or a device-to-device copy of X). CuPy arrays live; NumPy arrays
+    and any callable in the CPU tests."""
+    op: str
+    shape: tuple
+    dtype: str
+    arrays: dict
+    expect: object
+    reference: Callable
+
+    @property
+    def output(self):
+        """The array the kernel writes: C, or out."""
+        return self.arrays["C" if self.op == "gemm" else "out"]
+
+    @property
+    def work(self) -> float:
+        """FLOPs of a GEMM (2 M N K), or bytes of a copy or a transpose (X read and written once)."""
+        if self.op == "gemm":
+            return timing.gemm_flops(*self.shape)
+        return 2 * self.arrays["X"].nbytes
+
+    def rate(self, ms: float) -> float:
+        """TFLOP/s (GEMM) or GB/s (copy, transpose) of :attr:`work` done in ``ms`` milliseconds."""
+        return timing.tflops(self.work, ms) if self.op == "gemm" else timing.gbps(self.work, ms)
+
+    def args(self, layout: str = "NN") -> tuple:
+        """The arrays a kernel takes, in the catalog's order: (A, B, C), (A, Bt, C) for an
+        "NT" kernel (Bt made once, on first use), (out, X) for a copy or a transpose."""
+        a = self.arrays
+        if self.op != "gemm":
+            return a["out"], a["X"]
+        require(layout in ("NN", "NT"), "layout", layout, "must be 'NN' or 'NT'")
+        if layout == "NT" and "Bt" not in a:
+            a["Bt"] = verify.array_module(a["B"]).ascontiguousarray(a["B"].T)
+        return a["A"], a["Bt" if layout == "NT" else "B"], a["C"]
+
+    def check(self, what: str) -> float:
+        """The output against :attr:`expect`: :func:`helpers.runtime.verify.check` for a GEMM
+        (returns the relative error), exact equality otherwise (returns 0.0). Raises
+        :class:`helpers.runtime.verify.WrongResult`."""
+        if self.op == "gemm":
+            return verify.check(self.output, self.expect, self.dtype, what=what)
+        return verify.check_exact(self.output, self.expect, what=what)
+
+
+def _matrix(rows: int, cols: int, dtype: str, offset: int = 0, fill: bool = True):
+    """A (rows, cols) device matrix starting ``offset`` elements into its buffer (1 gives a
+    base pointer that is only 2-byte aligned for 16-bit types); random if ``fill``."""
+    n = rows * cols + offset
+    flat = verify.random_matrix((n,), dtype) if fill else gpu.cupy().empty((n,), verify.np_dtype(dtype))
+    return flat[offset:].reshape(rows, cols)
+
+
+def inputs(shape, dtype: str = "float32", op: str = "gemm", *, out_dtype: str | None = None,
+           offsets=(0, 0, 0)) -> Inputs:
+    """Fresh random inputs for :func:`measure`, made once and shareable by several measurements.
+
+    GEMM: A (M, K) and B (K, N) standard normal rounded to ``dtype``, C (M, N) of
+    ``out_dtype`` (default ``dtype``), each starting ``offsets[i]`` elements into its buffer;
+    the float64 reference of the same rounded inputs; cuBLAS (``cupy.matmul``) into its own
+    C as the reference. Copy and transpose (float32 only): X (ROWS, COLS) standard normal,
+    out (ROWS, COLS) or (COLS, ROWS), the exact result, a device-to-device copy of X as the
+    reference. Raises ValueError for a bad ``op``, ``shape``, ``dtype`` or ``offsets``
+    (before anything reaches the GPU), RuntimeError without a GPU.
+    """
+    require(op in OPS, "op", op, f"must be one of {OPS}")
+    dims = ("M", "N", "K") if op == "gemm" else ("ROWS", "COLS")
+    require(len(shape) == len(dims), "shape", tuple(shape), f"must be ({', '.join(dims)})")
+    for n, v in zip(dims, shape):
+        require(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1, n, v,
+                "must be a positive integer")
+    shape = tuple(int(v) for v in shape)
+    require(dtype in verify.TOLERANCE and dtype != "tf32", "dtype", dtype, "must be float32, float16 or bfloat16")
+    require(op == "gemm" or dtype == "float32", "dtype", dtype, f"must be float32 for a {op}")
+    require(len(offsets) == 3 and all(isinstance(o, int) and o >= 0 for o in offsets), "offsets", offsets,
+            "must be three integers >= 0 (elements into the buffers of A, B, C)")
+    cp = gpu.cupy()
+    if op == "gemm":
+        M, N, K = shape
+        A, B = _matrix(M, K, dtype, offsets[0]), _matrix(K, N, dtype, offsets[1])
+        C = _matrix(M, N, out_dtype or dtype, offsets[2], fill=False)
+        blas = timing.cublas_gemm(A, B, cp.empty((M, N), verify.np_dtype(dtype)))
+        return Inputs(op, shape, dtype, {"A": A, "B": B, "C": C}, verify.reference_gemm(A, B), blas)
+    R, Cc = shape
+    X = verify.random_matrix((R, Cc))
+    out = cp.empty((R, Cc) if op == "copy" else (Cc, R), cp.float32)
+    return Inputs(op, shape, dtype, {"X": X, "out": out}, X if op == "copy" else X.T,
+                  timing.memcpy_d2d(cp.empty_like(X), X))
+
+
+def measure(run, shape, dtype: str = "float32", op: str = "gemm", *, data: Inputs | None = None,
+            layout: str = "NN", out_dtype: str | None = None, check: bool = True, timed: bool = True,
+            rounds: int = 3, budget_ms: float = 400.0, timer=None, what: str | None = None,
+            chapter: int | None = None, kernel: str = "kernel", title: str | None = None,
+            params: dict | None = None, note: str | None = None) -> results.Record:
+    """Check ``run`` and time it against the same-run reference: the one measurement loop.
+
+    ``run(*args)`` enqueues the kernel (and everything it needs) on the current stream;
+    ``args`` are the arrays of :meth:`Inputs.args`: (A, B, C) for a GEMM, (A, Bt, C) when
+    ``layout`` is "NT", (out, X) for a copy or a transpose. ``shape`` is (M, N, K) or
+    (ROWS, COLS), ``dtype`` the input dtype, ``op`` "gemm" (reference: cuBLAS), "transpose"
+    or "copy" (reference: a device-to-device copy). ``data``: shared inputs from
+    :func:`inputs` (made for this ``shape``, ``dtype`` and ``op``); None makes fresh ones
+    (C of ``out_dtype``).
+
+    ``check``: poison the output with NaN, run once, compare with the expected result
+    (False only for a build that computes a wrong result on purpose). ``timed``: False
+    checks only. The timing is :func:`helpers.runtime.timing.time_pair` (``rounds``
+    alternating rounds, about ``budget_ms`` of timed calls; ``timer`` replaces the
+    CUDA-event timer in tests).
+
+    Returns a :class:`helpers.runtime.results.Record` (``source="live"``): ``value`` in
+    TFLOP/s or GB/s, ``reference_value`` the same of the reference, ``ratio`` =
+    value / reference_value, ``rel_err`` (None when not checked; 0.0 for an exact
+    check), ``ms`` (median), ``repeats``, ``rounds``, and the labels ``chapter``,
+    ``kernel``, ``title``, ``params``, ``note``; ``value`` and the reference's are None
+    when not ``timed``. Raises ValueError for bad arguments (before any run),
+    :class:`helpers.runtime.verify.WrongResult` for a wrong result.
+    """
+    timing.check_rounds(rounds)
+    require(op in OPS, "op", op, f"must be one of {OPS}")
+    shape = tuple(int(v) for v in shape)
+    data = data if data is not None else inputs(shape, dtype, op, out_dtype=out_dtype)
+    require((data.op, tuple(data.shape), data.dtype) == (op, shape, dtype), "data",
+            f"{data.op} {data.shape} {data.dtype}", f"must be inputs made for {op} {shape} {dtype}")
+    args = data.args(layout)
+    label = dict(chapter=chapter, kernel=kernel, title=title, params=dict(params or {}), dtype=dtype,
+                 shape=list(shape), metric=METRIC[op], reference=REFERENCE[op], note=note, source="live")
+
+    def go():
+        run(*args)
+    err = None
+    if check:
+        verify.poison(data.output)
+        go()
+        err = data.check(what or (f"{kernel} {params}" if params else kernel))
+    if not timed:
+        return results.Record(**label, value=None, reference_value=None, ratio=None, rel_err=err)
+    t = timing.time_pair(go, data.reference, rounds=rounds, budget_ms=budget_ms, timer=timer)
+    v, rv = data.rate(t["ms"]), data.rate(t["ref_ms"])
+    return results.Record(**label, value=sig(v), reference_value=sig(rv), ratio=sig(v / rv, 4), rel_err=err,
+                          ms=sig(t["ms"]), repeats=t["n"], rounds=rounds)
+
+
+def _of_launch(L: launch.Launch, data: Inputs, check: bool = True, rounds: int = 3,
+               budget_ms: float = 400.0) -> dict:
+    """:func:`measure` of a prepared catalog launch on ``data``, as a record dict."""
+    spec = L.spec
+    dims = tuple(L.shape)
+    return measure(lambda *a: L(*a, *dims), dims, data.dtype, spec.op, data=data, layout=spec.layout,
+                   check=check, rounds=rounds, budget_ms=budget_ms, chapter=spec.chapter, kernel=spec.key,
+                   title=spec.title, params=L.params).as_dict()
+
+
+def prepared(L: launch.Launch, rounds: int = 3, budget_ms: float = 400.0) -> dict:
+    """Measure one kernel already validated and compiled by :func:`helpers.runtime.launch.prepare`
+    (a live control's run: prepared once, measured here) on fresh inputs of its shape:
+    the record of :func:`gemm` or :func:`transpose`. Needs a GPU."""
+    spec = L.spec
+    data = inputs(L.shape, spec.dtype, spec.op, out_dtype=spec.out_dtype)
+    return _of_launch(L, data, rounds=rounds, budget_ms=budget_ms)
+
+
+# ------------------------------------------------------------------ lists of catalog kernels
 def gemm(items, shape=(4096, 4096, 4096), dtype: str | None = None, verify_each: bool = True,
          rounds: int = 3, budget_ms: float = 400.0) -> list:
     """Measure GEMM kernels; ``items`` are catalog keys or (key, params) pairs.
@@ -85,39 +281,15 @@ def gemm(items, shape=(4096, 4096, 4096), dtype: str | None = None, verify_each:
     """
     cfgs = _configs(items)
     dtype = dtype or cfgs[0][0].dtype
-    M, N, K = shape
     timing.check_rounds(rounds)
     split = _split(cfgs, gemm, dtype, shape, "TFLOP/s", "cuBLAS", dtype, verify_each, rounds)
     if split is not None:                            # e.g. cp.async kernels on a T4, sm_90a ones on an L4
         return split
     if not gpu.live():
         return [_recorded(s, p, dtype, shape, "TFLOP/s", "cuBLAS") for s, p in cfgs]
-    cp = gpu.cupy()
     launches = [launch.prepare(s.key, shape, **p) for s, p in cfgs]   # all checks before any run
-    A = verify.random_matrix((M, K), dtype)
-    B = verify.random_matrix((K, N), dtype)
-    Bt = cp.ascontiguousarray(B.T) if any(s.layout == "NT" for s, _ in cfgs) else None
-    ref = verify.reference_gemm(A, B)
-    out_dt = verify.np_dtype(cfgs[0][0].out_dtype)
-    C = cp.empty((M, N), dtype=out_dt)
-    fl = timing.gemm_flops(M, N, K)
-    blas = timing.cublas_gemm(A, B, cp.empty((M, N), dtype=verify.np_dtype(dtype)))
-    recs = []
-    for (spec, p), L in zip(cfgs, launches):
-        b = Bt if spec.layout == "NT" else B
-        run = lambda: L(A, b, C, M, N, K)
-        err = None
-        if verify_each:
-            verify.poison(C)
-            run()
-            err = verify.check(C, ref, dtype, what=f"{spec.key} {p}")
-        t = timing.time_pair(run, blas, rounds=rounds, budget_ms=budget_ms)
-        tf, ref_tf = timing.tflops(fl, t["ms"]), timing.tflops(fl, t["ref_ms"])
-        recs.append(results.Record(chapter=spec.chapter, kernel=spec.key, title=spec.title, params=p, dtype=dtype,
-                                   shape=[M, N, K], metric="TFLOP/s", value=sig(tf), reference="cuBLAS",
-                                   reference_value=sig(ref_tf), ratio=sig(tf / ref_tf, 4), rel_err=err,
-                                   ms=sig(t["ms"]), repeats=t["n"], rounds=rounds, source="live").as_dict())
-    return recs
+    data = inputs(shape, dtype, "gemm", out_dtype=cfgs[0][0].out_dtype)
+    return [_of_launch(L, data, check=verify_each, rounds=rounds, budget_ms=budget_ms) for L in launches]
 
 
 def transpose(items, shape=(4096, 4096), rounds: int = 3) -> list:
@@ -130,36 +302,15 @@ def transpose(items, shape=(4096, 4096), rounds: int = 3) -> list:
     when the output equals the exact transpose, which it must: no arithmetic).
     """
     cfgs = _configs(items)
-    R, Cc = shape
     timing.check_rounds(rounds)
     split = _split(cfgs, transpose, "float32", shape, "GB/s", "cudaMemcpy D2D", rounds)
     if split is not None:
         return split
     if not gpu.live():
         return [_recorded(s, p, "float32", shape, "GB/s", "cudaMemcpy D2D") for s, p in cfgs]
-    cp = gpu.cupy()
     launches = [launch.prepare(s.key, shape, **p) for s, p in cfgs]
-    X = verify.random_matrix((R, Cc))
-    nbytes = 2 * X.nbytes
-    dst = cp.empty_like(X)
-    copy = timing.memcpy_d2d(dst, X)
-    recs = []
-    for (spec, p), L in zip(cfgs, launches):
-        out = cp.empty((R, Cc) if spec.op == "copy" else (Cc, R), cp.float32)
-        expect = X if spec.op == "copy" else X.T
-        verify.poison(out)
-        L(out, X, R, Cc)
-        bad = int((out != expect).sum())   # NaN != anything, so unwritten elements count
-        if bad:
-            raise verify.WrongResult(f"{spec.key} {p}: {bad} of {out.size} elements wrong or never written")
-        t = timing.time_pair(lambda: L(out, X, R, Cc), copy, rounds=rounds)
-        gb, ref_gb = timing.gbps(nbytes, t["ms"]), timing.gbps(nbytes, t["ref_ms"])
-        recs.append(results.Record(chapter=spec.chapter, kernel=spec.key, title=spec.title, params=p,
-                                   dtype="float32", shape=[R, Cc], metric="GB/s", value=sig(gb),
-                                   reference="cudaMemcpy D2D", reference_value=sig(ref_gb),
-                                   ratio=sig(gb / ref_gb, 4), rel_err=0.0, ms=sig(t["ms"]), repeats=t["n"],
-                                   rounds=rounds, source="live").as_dict())
-    return recs
+    data = {op: inputs(shape, "float32", op) for op in {s.op for s, _ in cfgs}}
+    return [_of_launch(L, data[L.spec.op], rounds=rounds) for L in launches]
 
 
 def where(recs: list) -> str:

@@ -17,8 +17,8 @@ process with a wall-clock limit:
   racecheck|synccheck|memcheck --error-exitcode 1`` and counts what it reports.
 
 The child uploads its inputs from NumPy (seeded standard normal), poisons C with
-NaN from NumPy too, and checks on the host (:func:`helpers.runtime.precision.check_host`
-rule): the only kernel it launches is the one under test, so a sanitizer report
+NaN from NumPy too, and checks on the host (:func:`helpers.runtime.verify.check` on NumPy
+arrays): the only kernel it launches is the one under test, so a sanitizer report
 is about that kernel. Errors: FileNotFoundError when compute-sanitizer is absent
 (:func:`sanitizer_path`); RuntimeError when a child prints no result line.
 """
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import catalog, gpu, launch, precision
+from . import catalog, gpu, launch, verify
 from .compile import tool_path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -174,9 +174,9 @@ def _child(key: str, shape, seed: int, offset_a: int, unchecked: bool) -> dict:
     Ch = cp.asnumpy(C)
     ref = Ah.astype(np.float64) @ Bh.astype(np.float64)
     nans = int(np.isnan(Ch).sum())
-    err = precision.rel_err_host(Ch, ref)
+    err = verify.rel_err(Ch, ref)
     try:
-        precision.check_host(Ch, ref, spec.dtype, what=key)
+        verify.check(Ch, ref, spec.dtype, what=key)
         ok, msg = True, f"{key}: relative error {err:.2e}, within the {spec.dtype} tolerance"
     except AssertionError as e:
         ok, msg = False, str(e)

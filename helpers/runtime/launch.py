@@ -52,6 +52,32 @@ class Launch:
         return r
 
 
+def max_active_clusters(fn, threads: int, smem: int, cluster: int, grid: int) -> int | None:
+    """How many clusters of ``cluster`` blocks of kernel ``fn`` (a ``cupy.RawKernel``, launched
+    with ``threads`` threads and ``smem`` bytes of dynamic shared memory per block on a 1-D
+    grid of ``grid`` blocks) can be resident at once: the driver's
+    ``cuOccupancyMaxActiveClusters``. A persistent grid larger than that many clusters
+    leaves some to a second wave. None when the query fails or ``cuda-bindings`` is absent
+    (asked without the cluster attribute first when the driver refuses it with)."""
+    try:
+        from cuda.bindings import driver as cu
+        cfg = cu.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid, 1, 1
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = threads, 1, 1
+        cfg.sharedMemBytes = smem
+        attr = cu.CUlaunchAttribute()
+        attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster, 1, 1
+        cfg.attrs, cfg.numAttrs = [attr], 1
+        err, n = cu.cuOccupancyMaxActiveClusters(cu.CUfunction(fn.kernel.ptr), cfg)
+        if int(err) != 0:
+            cfg.attrs, cfg.numAttrs = [], 0
+            err, n = cu.cuOccupancyMaxActiveClusters(cu.CUfunction(fn.kernel.ptr), cfg)
+        return int(n) if int(err) == 0 else None
+    except Exception:
+        return None
+
+
 def device_limits(arch: str | None = None) -> dict:
     """:data:`DEVICE_LIMITS` of ``arch``; with None, those of the GPU the book decides for
     (:func:`helpers.runtime.gpu.target`: this GPU's own, read from the device, or the

@@ -51,20 +51,26 @@ def poison(x) -> None:
 
 
 def reference_gemm(A, B, layout: str = "NN"):
-    """float64 C = A @ B (or A @ Bt.T when layout == 'NT'), on the device."""
-    cp = gpu.cupy()
-    A64 = A.astype(cp.float64)
-    B64 = B.astype(cp.float64)
+    """float64 C = A @ B (or A @ Bt.T when layout == 'NT'), where the operands are: on the
+    device for CuPy arrays, on the host for NumPy arrays."""
+    A64 = A.astype(np.float64)
+    B64 = B.astype(np.float64)
     return A64 @ (B64.T if layout == "NT" else B64)
 
 
+def array_module(x):
+    """The array module of ``x``: NumPy for a NumPy array, else CuPy (the check runs where the data is)."""
+    return np if isinstance(x, np.ndarray) else gpu.cupy()
+
+
 def rel_err(C, ref) -> float:
-    """||C - ref||_F / ||ref||_F in float64; NaN anywhere in C gives inf."""
-    cp = gpu.cupy()
-    C64 = C.astype(cp.float64)
-    if bool(cp.isnan(C64).any()):
+    """||C - ref||_F / ||ref||_F in float64; NaN anywhere in C gives inf. ``C`` and ``ref``
+    are both CuPy arrays (on the device) or both NumPy arrays (on the host, no GPU needed)."""
+    xp = array_module(C)
+    C64 = C.astype(xp.float64)
+    if bool(xp.isnan(C64).any()):
         return float("inf")
-    return float(cp.linalg.norm(C64 - ref) / cp.linalg.norm(ref))
+    return float(xp.linalg.norm(C64 - ref) / xp.linalg.norm(ref))
 
 
 class WrongResult(AssertionError):
@@ -74,12 +80,14 @@ class WrongResult(AssertionError):
 def check(C, ref, dtype: str, what: str = "kernel") -> float:
     """Assert ``C`` matches ``ref`` within :data:`TOLERANCE` [dtype].
 
-    Returns the relative error. Raises :class:`WrongResult` (an AssertionError,
-    so a wrong kernel fails nbval) naming how many elements were never written
-    (NaN) or the error and the tolerance.
+    ``C`` and ``ref``: both CuPy arrays, or both NumPy arrays (a kernel replayed on the
+    CPU is judged by the same rule). Returns the relative error. Raises
+    :class:`WrongResult` (an AssertionError, so a wrong kernel fails nbval) naming how many
+    elements were never written (NaN) or the error and the tolerance; KeyError for a
+    ``dtype`` without a tolerance.
     """
-    cp = gpu.cupy()
-    nans = int(cp.isnan(C.astype(cp.float32)).sum())
+    xp = array_module(C)
+    nans = int(xp.isnan(C.astype(xp.float32)).sum())
     if nans:
         raise WrongResult(f"{what}: {nans} of {C.size} outputs are NaN (never written, "
                           f"the output was poisoned with NaN before the run)")
@@ -88,3 +96,14 @@ def check(C, ref, dtype: str, what: str = "kernel") -> float:
     if not err <= tol:
         raise WrongResult(f"{what}: relative error {err:.3e} > tolerance {tol:.0e} for {dtype}")
     return err
+
+
+def check_exact(out, expect, what: str = "kernel") -> float:
+    """Assert ``out`` equals ``expect`` element for element (a copy or a transpose: no
+    arithmetic, so no tolerance). NaN differs from everything, so an element left
+    poisoned counts as wrong. Returns 0.0; raises :class:`WrongResult` naming how many
+    elements are wrong or never written. CuPy or NumPy arrays, as :func:`check`."""
+    bad = int((out != expect).sum())
+    if bad:
+        raise WrongResult(f"{what}: {bad} of {out.size} elements wrong or never written")
+    return 0.0
