@@ -13,6 +13,7 @@ chapters/  one module per chapter: its catalog entries and the calls its noteboo
     ch07_mma_sync        mma.sync, ldmatrix, swizzle, multistage pipeline; the PROBE ladder (measured here)
     ch08_profiling       Nsight Compute panels of every heaven, the decision table, the measured roofline
     ch09_any_shape       any M, N, K (predication, padding), split-K, stream-K: catalog entries, measurements
+    dispatcher_demo      chapter 9's live call of helpers.gemm on an odd shape (ch09_any_shape is full)
     ch10_hopper          Hopper: TMA, wgmma, the mbarrier ring (sm_90a); names its last rung to chapter 9's runner
     ch11_pitfalls        appendix: broken kernels beside their fixes, each with the check that catches it
 colab      helpers.setup(), the first cell of every notebook: nothing outside Colab; on Colab the

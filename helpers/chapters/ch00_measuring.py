@@ -1,10 +1,20 @@
 """Chapter 0, measuring honestly: the transpose warm-up (kernels/00_transpose.cu).
+
+The catalog entries; the calls of the notebook: :func:`show_problem` (FLOPs and bytes),
+:func:`show_ceilings`, :func:`show_timing_rules`, :func:`show_transpose` (the four kernels
+against a copy) and :func:`show_transpose_banks` (why one float of padding helps).
 """
 from __future__ import annotations
 
+import numpy as np
+
+from helpers.figures import roofline as roofline_fig, show
 from helpers.models import banks
 from helpers.models.raster import cdiv
+from helpers.runtime import bench, roofline, timing
 from helpers.runtime.catalog import Kernel, register
+
+from . import common
 
 
 def _transpose_rules(p, s):
@@ -34,3 +44,51 @@ def nosync_factor(rows: list) -> float:
     cuBLAS look: the "vs honest" of the no-synchronize row of
     :func:`helpers.runtime.timing.rules` (live, or the recorded rows); glued into the prose."""
     return next(r["vs honest"] for r in rows if r["rule"].startswith("no synchronize"))
+
+
+# ------------------------------------------------------------------ notebook calls
+TRANSPOSES = ("copy_tiled", "transpose_naive", "transpose_shared", "transpose_padded")
+
+
+def show_problem(shape=(4096, 4096, 4096)) -> None:
+    """Print the FLOPs of an fp32 GEMM of ``shape`` (M, N, K), the fewest bytes it must move
+    (A and B read once, C written once, 4 bytes each) and their ratio, in one line."""
+    flops, nbytes = timing.gemm_flops(*shape), timing.gemm_min_bytes(*shape)
+    print(f"{flops / 1e9:.1f} GFLOP, {nbytes / 1e6:.0f} MB at least, so at most {flops / nbytes:.0f} FLOP per byte")
+
+
+def show_ceilings() -> dict:
+    """Measure (live) or read (recorded) this GPU's ceilings, show them as a table, and return
+    them (:func:`helpers.runtime.roofline.ceilings`: copy GB/s, cuBLAS TFLOP/s per dtype, spec)."""
+    ceil = roofline.ceilings()
+    roofline_fig.show_ceilings(ceil)
+    return ceil
+
+
+def show_timing_rules() -> list:
+    """cuBLAS SGEMM 4096^3 timed honestly and with timing rules broken, as a table (live, or
+    the recorded rows of :func:`helpers.runtime.timing.rules`). Returns the rows (for the glue)."""
+    rows, where = timing.rules()
+    show.table(rows, {"rule": "how it was timed", "ms": "ms", "TFLOP/s": "TFLOP/s",
+                      "vs honest": "vs honest", "what it shows": "what went wrong"},
+               f"cuBLAS SGEMM 4096^3 timed four ways; {where}.")
+    return rows
+
+
+def show_transpose(shape=(4096, 4096)) -> None:
+    """Measure (or read) the four transpose kernels on ``shape`` (ROWS, COLS) against a
+    device-to-device copy: a table and bars of effective bandwidth over the copy's."""
+    recs = bench.transpose(list(TRANSPOSES), shape)
+    common.show_records(recs, f"Transpose of a {shape[0]} x {shape[1]} float32 matrix, effective bandwidth.",
+                        bar_title=f"Transpose {shape[0]} x {shape[1]}: effective bandwidth as a fraction of a copy")
+
+
+def show_transpose_banks(tile: int = 64, pads=(0, 1)) -> None:
+    """One line per padding: the banks lanes 0..7 hit when a warp reads a column of a
+    ``tile``-wide float tile (lane x at word x * (tile + pad)), how many distinct banks the
+    32 lanes hit, and the wavefronts that costs (32 banks of 4-byte words)."""
+    for pad in pads:
+        banks = (np.arange(32) * (tile + pad)) % 32
+        distinct = len(set(banks.tolist()))
+        print(f"PAD={pad}: banks hit by lanes 0..7 = {banks[:8].tolist()} ..., "
+              f"{distinct} distinct banks -> {32 // distinct} wavefront(s)")

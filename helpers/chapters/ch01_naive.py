@@ -1,11 +1,17 @@
 """Chapter 1, naive GEMM: x-first vs y-first thread order (kernels/01_naive.cu).
+
+The catalog entries; the calls of the notebook: :func:`show_sectors` (the sectors one warp
+requests, from the index model) and :func:`show_timings` (both kernels against cuBLAS).
 """
 from __future__ import annotations
 
+from helpers.figures import show
 from helpers.models import mapping
 from helpers.models.raster import cdiv
+from helpers.runtime import bench
 from helpers.runtime.catalog import Kernel, register
 
+from . import common
 from .common import BLOCK_SWEEP, naive_bytes
 
 
@@ -23,3 +29,38 @@ register(Kernel(key="naive_yfirst", title="naive, y-first (coalesced)", entry="s
 # The index scheme of helpers.models.mapping each kernel follows (its owner and load models).
 mapping.name_scheme("naive_xfirst", "x-first")
 mapping.name_scheme("naive_yfirst", "y-first")
+
+
+# ------------------------------------------------------------------ notebook calls
+NAIVE = ("naive_xfirst", "naive_yfirst")
+
+
+def sector_rows(p=None, shape=(4096, 4096, 4096)) -> list:
+    """Per kernel of :data:`NAIVE` at block ``p`` (default 32 x 8): the 32-byte sectors one
+    warp requests at one k step for A and for B, and per FMA (:mod:`helpers.models.mapping`)."""
+    p = p or {"BLOCK_X": 32, "BLOCK_Y": 8}
+    rows = []
+    for key in NAIVE:
+        loads = mapping.warp_loads(key, p, shape)
+        rows.append({"kernel": key, "sectors per warp load of A": loads[0]["sectors"], "of B": loads[1]["sectors"],
+                     "sectors per FMA": mapping.sectors_per_fma(key, p)})
+    return rows
+
+
+def show_sectors(p=None, shape=(4096, 4096, 4096)) -> None:
+    """The table of :func:`sector_rows`, captioned as a model (no GPU involved)."""
+    rows = sector_rows(p, shape)
+    show.table(rows, list(rows[0]), "32-byte sectors one warp requests at one k step (model of the "
+               "kernels' index arithmetic; not a measurement).")
+
+
+def show_timings(shape=(4096, 4096, 4096)) -> list:
+    """Measure (or read) x-first and y-first against cuBLAS in one run: the records as a table,
+    and one line with how many times faster y-first is. Returns the records (x-first, y-first).
+    A wrong result raises in :func:`helpers.runtime.bench.gemm` (an AssertionError)."""
+    recs = bench.gemm(list(NAIVE), shape)
+    common.show_records(recs, f"Heaven 1, fp32, {common.mnk(shape)}.")
+    x, y = recs
+    if x["value"] and y["value"]:
+        print(f"y-first is {y['value'] / x['value']:.1f}x faster than x-first")
+    return recs

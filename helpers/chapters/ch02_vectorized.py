@@ -1,12 +1,19 @@
 """Chapter 2, vectorized loads and layout: float4, K-major B (kernels/02_vectorized.cu).
+
+The catalog entries; the calls of the notebook: :func:`show_loads` (load instructions and
+sectors of one warp step, from the index model) and :func:`show_timings` (heaven 1's best
+kernel, vec4 and kmajor against cuBLAS).
 """
 from __future__ import annotations
 
+from helpers.figures import show
 from helpers.models import mapping
 from helpers.models.raster import cdiv
+from helpers.runtime import bench
 from helpers.runtime.catalog import Kernel, register
 from helpers.runtime.checks import multiple_of
 
+from . import common
 from .common import BLOCK_SWEEP, naive_bytes
 
 
@@ -31,3 +38,41 @@ register(Kernel(key="kmajor", title="K-major B (Bt), float4 along k", entry="sge
 # The index scheme of helpers.models.mapping each kernel follows (its owner and load models).
 mapping.name_scheme("vec4", "float4")
 mapping.name_scheme("kmajor", "k-major")
+
+
+# ------------------------------------------------------------------ notebook calls
+COMPARED = ("naive_yfirst", "vec4", "kmajor")   # heaven 1's coalesced kernel and this chapter's two
+
+
+def load_rows(p=None, shape=(4096, 4096, 4096)) -> list:
+    """Per kernel of :data:`COMPARED` at block ``p`` (default 32 x 8): load instructions and
+    32-byte sectors of one warp at one step of its k loop, and sectors per FMA
+    (:mod:`helpers.models.mapping`)."""
+    p = p or {"BLOCK_X": 32, "BLOCK_Y": 8}
+    rows = []
+    for key in COMPARED:
+        loads = mapping.warp_loads(key, p, shape)
+        rows.append({"kernel": key, "load instructions per step": len(loads),
+                     "sectors per step": sum(ld["sectors"] for ld in loads),
+                     "sectors per FMA": mapping.sectors_per_fma(key, p)})
+    return rows
+
+
+def show_loads(p=None, shape=(4096, 4096, 4096)) -> None:
+    """The table of :func:`load_rows`, captioned as a model (no GPU involved)."""
+    rows = load_rows(p, shape)
+    show.table(rows, list(rows[0]), "One warp, one step of its k loop (model of the kernels' index "
+               "arithmetic; not a measurement).")
+
+
+def show_timings(shape=(4096, 4096, 4096)) -> list:
+    """Measure (or read) :data:`COMPARED` against cuBLAS in one run: the records as a table,
+    and one line with vec4 and kmajor as multiples of the naive kernel. Returns the records.
+    A wrong result raises in :func:`helpers.runtime.bench.gemm` (an AssertionError)."""
+    recs = bench.gemm(list(COMPARED), shape)
+    common.show_records(recs, f"Heavens 1 and 2, fp32, {common.mnk(shape)}.")
+    base, vec, km = recs
+    if base["value"] and vec["value"]:
+        print(f"vec4 is {vec['value'] / base['value']:.2f}x the best heaven-1 kernel; "
+              f"kmajor is {km['value'] / base['value']:.2f}x")
+    return recs

@@ -1,13 +1,15 @@
 """Chapter 3, shared-memory tiling (kernels/03_smem_tiling.cu).
 
-The catalog entry; :func:`show_counters` (why heaven 3 is slower than heaven 2:
-Nsight Compute counters of both, recorded on the H200, per FFMA).
+The catalog entry; :func:`show_timings` (heavens 1-3 against cuBLAS), :func:`show_counters`
+(why heaven 3 is slower than heaven 2: Nsight Compute counters of both, recorded on the H200,
+per FFMA) and :func:`show_requested_intensity` (FLOP per byte the tiled loads request).
 """
 from __future__ import annotations
 
 from helpers.figures import profiling as prof_fig
 from helpers.models import counters, tiles
 from helpers.models.raster import cdiv
+from helpers.runtime import bench, timing
 from helpers.runtime.catalog import Kernel, register
 
 from . import common
@@ -70,3 +72,25 @@ def show_counters(shape=(4096, 4096, 4096)) -> list:
           f"(MIO throttle {r['stall:mio_throttle']['b']:.1f} cycles per instruction) and on barriers "
           f"({r['stall:barrier']['b']:.1f}); DRAM stays under {max(r['dram_pct']['a'], r['dram_pct']['b']):.0f} % busy.")
     return rows
+
+
+def show_timings(shape=(4096, 4096, 4096)) -> list:
+    """Measure (or read) heaven 1's coalesced kernel, vec4 and smem_tiled against one cuBLAS
+    run: the records as a table, and one line comparing smem_tiled with the other two.
+    Returns the records. A wrong result raises in :func:`helpers.runtime.bench.gemm`."""
+    recs = bench.gemm(["naive_yfirst", "vec4", "smem_tiled"], shape)
+    common.show_records(recs, f"Heavens 1-3, fp32, {common.mnk(shape)}.")
+    naive, vec, tiled = recs
+    if tiled["value"] and vec["value"]:
+        print(f"smem_tiled (TILE = {tiled['params']['TILE']}) is {tiled['value'] / vec['value']:.2f}x vec4 and "
+              f"{tiled['value'] / naive['value']:.2f}x the coalesced naive kernel; "
+              f"{tiled['ratio']:.1%} of cuBLAS")
+    return recs
+
+
+def show_requested_intensity(shape=(4096, 4096, 4096), tile_sizes=(8, 16, 32)) -> None:
+    """One line per TILE: 2MNK over the bytes the tiled loads request from global memory
+    (:func:`helpers.models.tiles.reuse`) plus writing C once, in FLOP per byte (fp32)."""
+    for t in tile_sizes:
+        b = tiles.reuse({"TILE": t}, shape)["tiled"] + 4 * shape[0] * shape[1]
+        print(f"TILE = {t:2d}: {timing.gemm_flops(*shape) / b:5.1f} FLOP per byte requested")

@@ -5,20 +5,23 @@ live twin of :func:`helpers.figures.banks.bank_figure`); :func:`ncu_plan` and
 :func:`ncu_predict`, the launches ``scripts/ncu_banks.py`` profiles and what
 the model predicts for them; :func:`bank_counter_rows` /
 :func:`show_bank_counters`, the model next to the recorded Nsight Compute
-counters (``results.artifact("banks")``).
+counters (``results.artifact("banks")``); :func:`show_store_tables` (the model's
+store and read costs per tile width) and :func:`show_timings` (the layouts against
+heaven 3 and cuBLAS).
 """
 from __future__ import annotations
 
 import ipywidgets as w
 from IPython.display import display
 
-from helpers.figures import show
+from helpers.figures import banks as banks_fig, show
 from helpers.figures.banks import DIRECTIONS, LAYOUTS, bank_figure
 from helpers.models import banks, tiles
 from helpers.models.raster import cdiv
-from helpers.runtime import catalog
+from helpers.runtime import bench, catalog
 from helpers.runtime.catalog import Kernel, register
 
+from . import common
 from .common import artifact_note, control_note, staged, threads_rules
 
 
@@ -216,3 +219,33 @@ def show_bank_counters() -> None:
         assert not bad, f"model and Nsight Compute disagree for {bad}"
         print(f"model and Nsight Compute agree for all {len(gemm_rows) + len(probe_rows)} variants, all four "
               "counters (each the lower of two profiled launches)")
+
+
+def show_store_tables(widths=(32, 16)) -> None:
+    """For each tile width BK of ``widths``: warp 0's tile store and its A reads per 4 k in
+    every layout (:func:`helpers.figures.banks.store_rows`), one table each, captioned as a model."""
+    for bk in widths:
+        show.table(banks_fig.store_rows(bk),
+                   ["layout", "store: ways", "read: bits per lane", "read: instructions per 4 k",
+                    "read: wavefronts per 4 k"],
+                   f"A tile of BK = {bk} floats per row: warp 0's tile store and its A reads per 4 k "
+                   "(helpers.models.banks model of kernels/04_bank_conflicts.cu; not a measurement).")
+
+
+LAYOUT_KEYS = ("tile1d_conflict", "tile1d_padded", "tile1d_swizzle", "tile1d_transposed")
+
+
+def show_timings(shape=(4096, 4096, 4096)) -> list:
+    """Measure (or read) heaven 3's smem_tiled and the four layouts of :data:`LAYOUT_KEYS`
+    against one cuBLAS run: a table, bars, and one line naming the fastest layout. Returns the
+    records (smem_tiled first). A wrong result raises in :func:`helpers.runtime.bench.gemm`."""
+    recs = bench.gemm(["smem_tiled", *LAYOUT_KEYS], shape)
+    common.show_records(recs, f"Heavens 3 and 4, fp32, {common.mnk(shape)}.",
+                        bar_title="Heaven 4: the layouts of the A tile against heaven 3")
+    done = [r for r in recs[1:] if r["value"]]
+    if done and recs[0]["value"] and recs[1]["value"]:
+        best = max(done, key=lambda r: r["value"])
+        print(f"tile1d_conflict is {recs[1]['value'] / recs[0]['value']:.2f}x smem_tiled; fastest layout here: "
+              f"{best['kernel']} {best['params']}, {best['ratio']:.1%} of cuBLAS, "
+              f"{best['value'] / recs[1]['value']:.2f}x the conflicting layout")
+    return recs

@@ -2,16 +2,20 @@
 
 Every rule mirrors a validity test of the kernel file: an invalid configuration
 fails there at compile time (static_assert), and the catalog refuses it first.
+The notebook's calls: :func:`show_timings` (the six steps), :func:`show_controls` (steps at
+equal tiles, GROUP_M), :func:`show_flags` (the two -D switches), :func:`show_step_resources`,
+:func:`show_sweep_resources` and :func:`show_launch_bounds_pitfall` (registers and spills).
 """
 from __future__ import annotations
 
 from helpers.figures import show
 from helpers.models import tiles
 from helpers.models.raster import cdiv
-from helpers.runtime import bench, catalog, panels, results
+from helpers.runtime import bench, catalog, launch, panels, results
 from helpers.runtime.catalog import Kernel, frozen_sweep, register
 from helpers.runtime.checks import multiple_of
 
+from . import common
 from .common import SMEM_OPTIN_SM90, divides_threads, even_split, staged, static_smem_rule, threads_rules
 
 
@@ -388,3 +392,64 @@ def show_flags(slug: str = results.DEFAULT_SLUG) -> dict | None:
         print(f"{tile}: " + ", ".join(f"{k} x{v:.3f}" for k, v in e.items()))
     print("Recorded with:", out["command"])
     return out
+
+
+# ------------------------------------------------------------------ timings and resources (notebook calls)
+STEPS = ("reg1d", "reg2d", "reg2d_vec4", "warptile", "warptile_db", "cp_async")
+RESOURCE_COLUMNS = ["config", "threads", "registers", "shared memory (KiB)", "spill bytes", "spills",
+                    "blocks/SM", "occupancy"]
+
+
+def show_timings(shape=(4096, 4096, 4096)) -> list:
+    """Measure (or read) the six :data:`STEPS`, after heaven 3's and heaven 4's kernels, against
+    one cuBLAS run: a table, bars, and one line per step (its ratio to cuBLAS and to the row
+    above). Returns the records. A wrong result raises in :func:`helpers.runtime.bench.gemm`."""
+    recs = bench.gemm(["smem_tiled", "tile1d_swizzle", *STEPS], shape)
+    common.show_records(recs, f"Heavens 3-5, fp32, {common.mnk(shape)}.", bar_title="Heaven 5, step by step")
+    for prev, r in zip(recs[1:], recs[2:]):
+        if r["value"] and prev["value"]:
+            print(f"{r['kernel']:12s} {r['ratio']:6.1%} of cuBLAS, {r['value'] / prev['value']:.2f}x the row above")
+    return recs
+
+
+def show_step_resources() -> None:
+    """Registers, shared memory, spills and occupancy of the six :data:`STEPS` at their defaults
+    (:func:`helpers.chapters.common.show_resources`)."""
+    common.show_resources([(k, {}) for k in STEPS], RESOURCE_COLUMNS,
+                                 "The six steps at their default parameters; {where}.")
+
+
+def show_sweep_resources() -> None:
+    """The same for cp_async at its defaults and over its sweep. Raises AssertionError if a
+    configuration the book ships spills to local memory."""
+    rows = common.show_resources([("cp_async", pt) for pt in ({},) + catalog.get("cp_async").sweep],
+                                 RESOURCE_COLUMNS[:1] + ["refused"] + RESOURCE_COLUMNS[1:],
+                                 "cp_async over its sweep (changes from the defaults); {where}.")
+    spilled = [r["config"] for r in rows if "refused" not in r and r.get("spills") != "no"]
+    if spilled:
+        raise AssertionError(f"a shipped cp_async configuration spills: {spilled}")
+
+
+def show_launch_bounds_pitfall(shape=(4096, 4096, 4096)) -> None:
+    """cp_async_pitfall (``__launch_bounds__(256, 2)``) beside the same tile with MIN_BLOCKS = 1:
+    their registers and spills (AssertionError unless the pitfall spills and its twin does
+    not), then both measured against cuBLAS (both verified: spills cost time, not
+    correctness), and one line with the throughput ratio."""
+    pair = [("cp_async", {**catalog.get("cp_async_pitfall").params(), "MIN_BLOCKS": 1}), ("cp_async_pitfall", {})]
+    rows, where = launch.resource_rows(pair)
+    refused = [r["refused"] for r in rows if "refused" in r]   # e.g. a GPU without cp.async
+    if rows and not refused:
+        show.table(rows, [c for c in RESOURCE_COLUMNS if c != "shared memory (KiB)"],
+                   f"The same tile without and with __launch_bounds__(256, 2); {where}.")
+        ok, trap = rows
+        if not (trap["spills"] == "SPILLS" and ok["spills"] == "no"):
+            raise AssertionError("the pitfall should spill and its twin should not: "
+                                 f"{trap['config']} spills={trap['spills']}, {ok['config']} spills={ok['spills']}")
+    else:
+        print("resources: " + ("; ".join(refused) if refused else where))
+    recs = bench.gemm(pair, shape)
+    common.show_records(recs, f"The launch-bounds pitfall, fp32, {common.mnk(shape)} (both results are verified: "
+                        "spills cost time, not correctness).")
+    a, b = recs
+    if a["value"] and b["value"]:
+        print(f"asking for 2 blocks per SM: {b['value'] / a['value']:.2f}x the throughput of the uncapped kernel")

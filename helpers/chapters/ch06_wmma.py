@@ -15,7 +15,7 @@ from helpers.figures import profiling as prof_fig, show
 from helpers.models import counters, mma_sync
 from helpers.models.pipeline import emulate_wmma, round_to
 from helpers.models.precision import DEMO, fp16_sum_emulation
-from helpers.runtime import catalog, gpu, launch, results, verify
+from helpers.runtime import bench, catalog, gpu, launch, precision, results, verify
 from helpers.runtime.catalog import Kernel, frozen_sweep, register
 
 from . import common
@@ -269,3 +269,79 @@ def show_counters(shape=(4096, 4096, 4096)) -> list:
           f"({r['stall:math_pipe_throttle']['b']:.2f} cycles per instruction, WMMA's "
           f"{r['stall:math_pipe_throttle']['a']:.2f}).")
     return rows
+
+
+# ------------------------------------------------------------------ thin notebook cells (each cell one call)
+def show_timings(shape=(4096, 4096, 4096)) -> None:
+    """Measure (or read) wmma_f16 and wmma_bf16, each against cuBLAS of its own dtype: the
+    records as a table, and one line per kernel with its ratio and relative error. A wrong
+    result raises in :func:`helpers.runtime.bench.gemm` (an AssertionError)."""
+    recs = bench.gemm(["wmma_f16"], shape) + bench.gemm(["wmma_bf16"], shape)
+    common.show_records(recs, f"Heaven 6, {common.mnk(shape)}, each kernel against cuBLAS of its own dtype.")
+    for r in recs:
+        if r["value"]:
+            print(f"{r['kernel']}: {r['ratio']:.0%} of cuBLAS {r['dtype']}, relative error {r['rel_err']:.1e}")
+
+
+def show_tolerances() -> None:
+    """The tolerance of every dtype's check beside its unit roundoff, as a table (definitions)."""
+    show.table(precision.tolerance_rows(), ["dtype", "tolerance", "unit roundoff", "tolerance / roundoff"],
+               "verify.TOLERANCE (the relative error a check accepts) and the unit roundoff of each format "
+               "(half the spacing of numbers in [1, 2)). Definitions, not measurements.")
+
+
+def show_wrong_layout(shape=None) -> dict:
+    """Run the layout pitfall beside the correct kernel (:func:`wrong_layout_run`) and show the
+    first elements of C of both beside the reference. Returns the run, for :func:`show_layout_check`."""
+    run = wrong_layout_run(shape)
+    show.table(side_by_side(run), ["element", "float64 reference", "correct layout (row_major B)",
+                                   "wrong layout (col_major B)"],
+               f"The first elements of C, M, N, K = {run['shape']}, {run['where']}.")
+    return run
+
+
+def show_layout_check(run: dict) -> None:
+    """Check both outputs of ``run`` against the float64 reference: the correct kernel must
+    pass and the wrong layout must be caught; print what the check says about the latter.
+    Raises AssertionError (verify.WrongResult) if the correct kernel fails, and AssertionError
+    if the wrong layout passes (the check would be broken)."""
+    err = run["check"](run["C_right"], run["ref"], "float16", what="wmma_f16")   # raises WrongResult if wrong
+    if not err <= verify.TOLERANCE["float16"]:
+        raise AssertionError(f"wmma_f16: relative error {err:.3e} above the float16 tolerance")
+    try:
+        run["check"](run["C_wrong"], run["ref"], "float16", what="wmma_wrong_layout_pitfall")
+    except verify.WrongResult as err:
+        print("caught:", err)
+        return
+    raise AssertionError("the wrong layout passed the check: the check is broken")
+
+
+RESOURCE_POINTS = ({}, {"STAGES": 2}, {"STAGES": 4}, {"BM": 128, "BN": 128}, {"BM": 128, "BN": 128, "WN": 32})
+
+
+def show_resources(shape=(4096, 4096, 4096)) -> None:
+    """Registers, shared memory and occupancy of wmma_f16 at :data:`RESOURCE_POINTS` (changes from
+    the defaults), or a note saying what is missing (:func:`helpers.chapters.common.show_resources`)."""
+    common.show_resources([("wmma_f16", pt) for pt in RESOURCE_POINTS],
+                          ["config", "threads", "registers", "shared memory (KiB)", "spill bytes", "blocks/SM",
+                           "occupancy"], "Resources of wmma_f16, {where}.", shape, label="params", missing="note")
+
+
+def ldsm_rows(pads=(0, 8, 16), shape=(512, 512, 512)) -> list:
+    """Per PAD: the ldmatrix instructions and bank conflicts of one wmma_f16 launch on ``shape``
+    predicted by :func:`helpers.models.mma_sync.predict_ncu_wmma_ldsm`, and conflicts per ldmatrix."""
+    rows = []
+    for pad in pads:
+        pred = mma_sync.predict_ncu_wmma_ldsm(catalog.get("wmma_f16").params(PAD=pad), shape)
+        n = pred["sm__sass_inst_executed_op_ldsm.sum"]
+        conflicts = pred["sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum"]
+        rows.append({"PAD": pad, "ldmatrix instructions": n, "bank conflicts": conflicts,
+                     "conflicts per ldmatrix": conflicts / n})
+    return rows
+
+
+def show_ldsm_model(pads=(0, 8, 16), shape=(512, 512, 512)) -> None:
+    """The table of :func:`ldsm_rows`, captioned as a prediction."""
+    rows = ldsm_rows(pads, shape)
+    show.table(rows, list(rows[0]), "Model of the WMMA kernel's fragment loads (helpers/models/mma_sync.py), "
+               f"M = N = K = {shape[0]}; a prediction, not a measurement.")

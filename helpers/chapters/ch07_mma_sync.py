@@ -12,9 +12,10 @@ from __future__ import annotations
 from helpers.figures import fragments as fragments_fig, probes as probes_fig, show
 from helpers.models import mma_sync
 from helpers.models.mma_sync import MMA_TEACHING, WMMA_NCU, predict_ncu_mma_sync, predict_ncu_wmma_ldsm
-from helpers.runtime import bench, catalog, gpu, launch, power, results, timing
+from helpers.runtime import bench, catalog, gpu, launch, power, precision, results, timing
 from helpers.runtime.catalog import Kernel, frozen_sweep, register
 
+from . import common
 from .common import TC_BLOCK, TC_GRID, tc_rules
 
 
@@ -371,3 +372,63 @@ def swizzle_values() -> dict:
                     if r["layout"].startswith("plain") and r["operand"].startswith("A"))
         out.update({f"{name}_BK": bk, f"{name}_A_row_bytes": 2 * bk, f"{name}_A_ways": ways})
     return out
+
+
+# ------------------------------------------------------------------ thin notebook cells (each cell one call)
+def show_timings(shape=(4096, 4096, 4096)) -> None:
+    """Measure (or read) WMMA and mma.sync in each dtype, each dtype in one run against its own
+    cuBLAS: the records as a table, and one line per dtype (mma.sync's ratio to cuBLAS and to
+    WMMA). A wrong result raises in :func:`helpers.runtime.bench.gemm` (an AssertionError)."""
+    f16 = bench.gemm(["wmma_f16", "mma_sync_f16"], shape)
+    bf16 = bench.gemm(["wmma_bf16", "mma_sync_bf16"], shape)
+    common.show_records(f16 + bf16, f"Heavens 6 and 7, {common.mnk(shape)}.")
+    for w, m in (f16, bf16):
+        if w["value"] and m["value"]:
+            print(f"{m['dtype']}: mma.sync reaches {m['ratio']:.0%} of cuBLAS, "
+                  f"{m['value'] / w['value']:.2f}x the WMMA kernel")
+
+
+RESOURCE_POINTS = ({}, {"STAGES": 2}, {"STAGES": 3}, {"STAGES": 5}, {"BK": 32}, {"BK": 32, "STAGES": 5},
+                   {"SWIZZLE": 0}, {"LOAD_SPREAD": 0})
+
+
+def show_resources(shape=(4096, 4096, 4096)) -> None:
+    """Registers, shared memory and occupancy of mma_sync_f16 at :data:`RESOURCE_POINTS` (changes
+    from the defaults; a refused one with its rule), or a note saying what is missing."""
+    common.show_resources([("mma_sync_f16", pt) for pt in RESOURCE_POINTS],
+                          ["config", "refused", "threads", "registers", "shared memory (KiB)", "spill bytes",
+                           "blocks/SM", "occupancy"], "Resources of mma_sync_f16 (changes from the defaults), {where}.",
+                          shape, label="params", missing="note")
+
+
+REFUSED = ({"BM": 64, "BN": 64}, {"BM": 256, "BN": 128, "BK": 64, "STAGES": 5})
+
+
+def show_refusals(shape=(4096, 4096, 4096), bad=REFUSED) -> None:
+    """Validate each partial configuration of ``bad`` of mma_sync_f16 on ``shape`` against the
+    shared memory per block of this GPU (or the recorded one's) and print the rule it breaks.
+    Raises AssertionError if one is accepted: the catalog's rules would be broken."""
+    spec = catalog.get("mma_sync_f16")
+    limit = (gpu.device_info() if gpu.live() else results.load()["ceilings"]["spec"])["smem_per_block_optin"]
+    for b in bad:
+        try:
+            spec.validate(spec.params(**b), shape, smem_limit=limit)
+        except ValueError as err:
+            print(f"{b}: refused before compiling: {err}")
+            continue
+        raise AssertionError(f"{b} was accepted")
+
+
+def show_tf32(n: int = 4096) -> None:
+    """cuBLAS SGEMM n^3 with FP32 and with TF32 on the same inputs, as a table
+    (:func:`helpers.runtime.precision.tf32_results`: live, or recorded), or a note when not
+    recorded. Raises AssertionError if cuBLAS FP32 fails the float32 tolerance."""
+    tf, where = precision.tf32_results(n)
+    if not tf:
+        show.note(f"The TF32 comparison is not recorded yet ({where}); run this notebook on a GPU.",
+                  title="TF32 vs FP32")
+        return
+    show.table(tf, ["mode", "ms", "TFLOP/s", "speedup", "rel_err", "tolerance", "passes"],
+               f"cuBLAS SGEMM {n}^3, FP32 vs TF32, same inputs; {where}.")
+    if not tf[0]["passes"]:
+        raise AssertionError("cuBLAS FP32 must pass the float32 tolerance")

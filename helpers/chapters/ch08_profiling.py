@@ -123,12 +123,15 @@ def show_diagnosis(runs: list, where: str) -> list:
 
 
 def show_excuses(rows: list) -> None:
-    """A note for each heaven whose diagnosis and next step disagree (:data:`EXCUSES`)."""
+    """A note for each heaven whose diagnosis and next step disagree (:data:`EXCUSES`). Raises
+    AssertionError for a verdict that is neither an agreement nor a disagreement the chapter explains."""
     for r in rows:
         if r["agree"] and r["agree"] != "yes":
             show.note(EXCUSES.get(r["heaven"], "**No reason recorded: this disagreement is new.**"),
                       title=f"Heaven {r['heaven']} -> {r['next']}: the table names {r['names']}, "
                             f"the book takes {r['takes']}")
+    if any(r["agree"] not in ("yes", "no: see why below", None) for r in rows):
+        raise AssertionError("a heaven's diagnosis disagrees with the next step and the chapter does not say why")
 
 
 def show_roofline_measured(runs: list, where: str, shape=SHAPE) -> list:

@@ -189,13 +189,13 @@ def measured_intensities() -> dict:
     return {**{k: v for k, v in out.items() if v}, "where": "Nsight Compute, " + where} if doc else {}
 
 
-def show_roofline(recs: list, title: str = "Roofline", measured: bool = True) -> dict:
-    """Measure (or read) this GPU's ceilings and display the roofline with ``recs`` on it; returns the ceilings.
+def show_roofline(recs: list, title: str = "Roofline", measured: bool = True) -> None:
+    """Measure (or read) this GPU's ceilings and display the roofline with ``recs`` on it.
     ``measured``: also place each record that has a recorded Nsight Compute panel at its measured
-    DRAM traffic (:func:`measured_intensities`)."""
+    DRAM traffic (:func:`measured_intensities`). Returns nothing, so a cell ending in this call
+    shows the figure and no repr (:func:`helpers.runtime.roofline.ceilings` gives the numbers)."""
     ceil = roofline.ceilings()
     show.figure(roofline_fig.figure(recs, ceil, title=title, measured=measured_intensities() if measured else None))
-    return ceil
 
 
 def show_records(recs: list, caption: str = "", bar_title: str | None = None) -> None:
@@ -203,6 +203,52 @@ def show_records(recs: list, caption: str = "", bar_title: str | None = None) ->
     records.show_table(recs, caption)
     if bar_title:
         show.figure(records.bar(recs, bar_title))
+
+
+def show_owner_checks(configs, shape=(200, 264, 72)) -> None:
+    """Print one line per owner check (:func:`helpers.runtime.launch.check_owner`) of
+    ``configs``: catalog keys, or (key, params) pairs, on ``shape`` (M, N, K; by default a
+    multiple of no tile). Live, an AssertionError names the kernel whose recorded owners
+    differ from its model; without a GPU each line says where the GPU suite checks it."""
+    for item in configs:
+        key, params = (item, {}) if isinstance(item, str) else item
+        print(launch.check_owner(key, shape=shape, **params))
+
+
+def show_refusal(key: str, shape) -> None:
+    """Print the rule kernel ``key`` breaks on ``shape`` ("refused before launch: ..."),
+    found by :func:`helpers.runtime.launch.prepare` before anything compiles or launches.
+    Raises AssertionError if the shape is accepted: the rules that should refuse it are broken."""
+    try:
+        launch.prepare(key, shape)
+    except ValueError as err:
+        print("refused before launch:", err)
+        return
+    raise AssertionError(f"{key} accepted M, N, K = {tuple(shape)}: its rules should have refused it")
+
+
+def show_resources(items, columns, caption: str, shape=(4096, 4096, 4096), label: str = "key+diff",
+                   missing: str = "print") -> list:
+    """Registers, shared memory, spills and occupancy of ``items`` ((key, partial params)
+    pairs) as a table (:func:`helpers.runtime.launch.resource_rows`); ``caption`` is a format
+    string whose ``{where}`` says where the numbers come from. Where neither a GPU nor nvcc is
+    here, ``missing`` = "print" prints one line, "note" shows a note box. Returns the rows.
+    Raises ValueError for another ``missing``."""
+    if missing not in ("print", "note"):
+        raise ValueError(f"missing={missing!r}: must be 'print' or 'note'")
+    rows, where = launch.resource_rows(items, shape, label=label)
+    if rows:
+        show.table(rows, columns, caption.format(where=where))
+    elif missing == "note":
+        show.note(f"Registers and shared memory are read from the compiled kernel: this {where}.", title="Resources")
+    else:
+        print("resources: " + where)
+    return rows
+
+
+def mnk(shape) -> str:
+    """"M = N = K = 4096" for a cube, else "M, N, K = 1000 x 1001 x 1002": the shape in a caption."""
+    return f"M = N = K = {shape[0]}" if len(set(shape)) == 1 else "M, N, K = " + " x ".join(map(str, shape))
 
 
 # ------------------------------------------------------------------ numbers the prose quotes
@@ -350,14 +396,15 @@ def sweep_progress(key: str):
 
 
 def show_sweep(key: str, shape, names=None, title: str = "", labels: str = "plain", only_names: bool = False,
-               live: bool = True) -> list:
+               live: bool = True) -> None:
     """Measure (or read) kernel ``key`` over its recorded sweep, draw it, and
     (``live``) add the live slider. ``only_names``: only the sweep points that
     change nothing but ``names`` (:func:`helpers.runtime.sweep.sweep_points`).
     ``labels``: "plain" (:func:`helpers.figures.sweep.figure` labelled by
     ``names``), "changes" (each bar by what it changes from the most common
     configuration, which is printed) or "full" (all of ``names``, room for long
-    labels). Returns the records."""
+    labels). Returns nothing: a cell ending in this call shows the figure, not the records'
+    repr (:func:`helpers.runtime.sweep.run` gives the records)."""
     points = sweep.sweep_points(key, names) if only_names else None
     recs = sweep.run(key, shape, points=points, progress=sweep_progress(key) if show.live_controls() else None)
     if labels == "plain":
@@ -372,7 +419,6 @@ def show_sweep(key: str, shape, names=None, title: str = "", labels: str = "plai
     show.figure(fig)
     if live:
         live_slider(key, shape)
-    return recs
 
 
 # One line per heaven for the landing page: what held the kernel before, and what the step does.

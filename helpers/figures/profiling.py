@@ -107,7 +107,7 @@ def show_diagnosis(runs: list, where: str, heaven_steps: dict, excuses: dict) ->
     show.table(rows, {"heaven": "heaven", "kernel": "kernel", "rule": "rule that fired", "bottleneck": "bottleneck",
                       "names": "step it names", "next": "next heaven", "takes": "steps that heaven takes",
                       "agree": "agree"},
-               f"Seed 000 §5.2's decision table (helpers.models.diagnosis) applied to the panels, {where}.")
+               f"The nine-heavens decision table (helpers.models.diagnosis) applied to the panels, {where}.")
     return rows
 
 
