@@ -24,9 +24,11 @@ figures/   every Plotly figure and every display
     records              measurement records as tables and bars
     profiling            chapter 8: panel tables, speed-of-light and stall bars, the measured-traffic roofline
     tuning               chapter 8's autotuner: every timed configuration, model vs measured rank, winner vs default panels
+    diagrams             chapters 5 and 7: the tile hierarchy (block -> warp -> thread or mma tiles), the GROUP_M block order
+    schedules            the cp.async stage ring as a timeline (chapters 5, 7; chapter 10's look), split-K / stream-K work
     roofline sweep mapping tiles banks fragments precision probes anyshape hopper staircase   the figures of each topic
 models/    pure Python/NumPy models of what the kernels do (no runtime, no Plotly)
-    raster               cdiv and the one block rasterisation
+    raster               cdiv and the one block rasterisation; the operand panels a wave of blocks shares
     names                which model variant each kernel follows, as its chapter says (no catalog key here)
     occupancy            theoretical occupancy (Occupancy Calculator model)
     mapping              index schemes of heavens 1-2 (x-first, y-first, float4, k-major)
@@ -34,9 +36,10 @@ models/    pure Python/NumPy models of what the kernels do (no runtime, no Plotl
     banks                shared-memory banks and wavefronts; the tile1d and transpose bank models
     fragments            mma.m16n8k16 fragments, ldmatrix, the XOR swizzle
     mma_sync             geometry of 07_mma_sync.cu, ncu predictions, Tensor Core owner models
-    pipeline             NumPy replay of the Tensor Core kernels' data flow and pipeline hazards
+    hierarchy            block, warp and thread / m16n8k16 tiles of the warp-tiled kernels, as rectangles
+    pipeline             NumPy replay of the Tensor Core kernels' data flow and pipeline hazards; the stage schedule
     precision            unit roundoff, the fp16 running sum
-    anyshape             waves, split-K and stream-K models, the any-shape dispatcher's rules
+    anyshape             waves, split-K and stream-K models and who computes which (tile, k-tile), the dispatcher's rules
     hopper               TMA swizzle, wgmma descriptors, accumulator layout, mbarrier ring of chapter 10
     diagnosis            Nsight Compute panel -> bottleneck -> next step (seed 000 §5.2's decision table)
     tuning               the autotuner's space and cost model (waves x reuse x latency hiding), Spearman

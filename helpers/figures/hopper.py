@@ -7,13 +7,13 @@ ladder); its title says which.
 """
 from __future__ import annotations
 
-import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from helpers.models import hopper as model
 from helpers.runtime.bench import where
 
+from .schedules import stage_bar, stage_color
 from .style import GROUP_COLORS, discrete_scale, model_note
 
 
@@ -64,7 +64,8 @@ def accumulator_figure(n: int = 32):
 def pipeline_figure(events: list, title: str = ""):
     """A timeline of the mbarrier ring (:func:`helpers.models.hopper.pipeline_schedule`):
     one row per stage for the TMA loads in flight into it, one row for the consumers'
-    wgmma; bars numbered by k-tile, coloured by stage; hover gives the barrier parity
+    wgmma; bars numbered by k-tile, coloured by stage (:func:`helpers.figures.schedules.stage_bar`,
+    the look of chapters 5 and 7's cp.async timeline too); hover gives the barrier parity
     and the time the waiter was blocked."""
     stages = max(e["stage"] for e in events) + 1
     rows = [f"TMA into stage {s}" for s in range(stages)] + ["wgmma (consumers)"]
@@ -72,13 +73,11 @@ def pipeline_figure(events: list, title: str = ""):
     for s in range(stages):
         ev = [e for e in events if e["stage"] == s]
         ys = [f"TMA into stage {s}" if e["who"] == "producer" else "wgmma (consumers)" for e in ev]
-        fig.add_trace(go.Bar(
-            y=ys, x=[e["end"] - e["start"] for e in ev], base=[e["start"] for e in ev],
-            orientation="h", name=f"stage {s}", marker_color=GROUP_COLORS[s % len(GROUP_COLORS)],
-            marker_line=dict(width=1, color="white"), text=[str(e["tile"]) for e in ev], textposition="inside",
-            insidetextanchor="middle", customdata=[[e["tile"], e["phase"], e["waited"]] for e in ev],
-            hovertemplate="k-tile %{customdata[0]} in stage " + str(s) + ", barrier parity %{customdata[1]}"
-                          "<br>from %{base:.2f}, %{x:.2f} long; waited %{customdata[2]:.2f} before<extra></extra>"))
+        fig.add_trace(stage_bar(
+            ys, [e["start"] for e in ev], [e["end"] for e in ev], [str(e["tile"]) for e in ev], stage_color(s),
+            [[e["tile"], e["phase"], e["waited"]] for e in ev],
+            "k-tile %{customdata[0]} in stage " + str(s) + ", barrier parity %{customdata[1]}"
+            "<br>from %{base:.2f}, %{x:.2f} long; waited %{customdata[2]:.2f} before", f"stage {s}"))
     eff = model.pipeline_efficiency(events)
     fig.update_layout(barmode="overlay", height=170 + 38 * len(rows), margin=dict(l=130, r=20, t=90, b=40),
                       showlegend=False,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .raster import cdiv
+from .raster import cdiv, tile_of_block
 
 CFG = {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 8}   # heaven 7's tile
 HOPPER_CFG = {**CFG, "BK": 64}   # chapter 10's tile (128 x 256, one 64-wide swizzle atom of K per k-tile)
@@ -283,3 +283,95 @@ def splitk_cap_rows(splitk: list, waves: dict) -> list:
                      "more SMs": round(c["sm_ratio"], 2), "cap from the measured per-SM rate": round(c["cap"], 2),
                      "measured gain (two-pass, over no split)": r["over_no_split"]})
     return rows
+
+
+# ------------------------------------------------------------------ who computes which (tile, k-tile)
+def split_ranges(k_tiles: int, splits: int) -> list[tuple[int, int]]:
+    """The k-tile ranges of split-K as ``gemm_any`` takes them (blockIdx.z = z covers
+    [z * ktps, min(KT, (z + 1) * ktps)) with ktps = ceil(KT / splits)); the launch has
+    ceil(KT / ktps) ranges, so a split count that would leave a range empty launches fewer.
+    Raises ValueError for k_tiles or splits < 1."""
+    if k_tiles < 1 or splits < 1:
+        raise ValueError(f"k_tiles={k_tiles}, splits={splits}: both must be >= 1")
+    ktps = cdiv(k_tiles, splits)
+    return [(z * ktps, min(k_tiles, (z + 1) * ktps)) for z in range(cdiv(k_tiles, ktps))]
+
+
+def streamk_ranges(iters: int, blocks: int) -> list[tuple[int, int]]:
+    """``gemm_streamk``'s share of each block: [b * iters // G, (b + 1) * iters // G) for
+    b < G = ``blocks`` (``sk_begin`` in kernels/09_any_shape.cu); empty when iters < G."""
+    if iters < 0 or blocks < 1:
+        raise ValueError(f"iters={iters}, blocks={blocks}: need iters >= 0 and blocks >= 1")
+    return [(b * iters // blocks, (b + 1) * iters // blocks) for b in range(blocks)]
+
+
+def work_partition(M: int, N: int, K: int, schedule: str, sms: int, splits: int | None = None,
+                   policy: str = "hybrid2", cfg: dict = CFG) -> dict:
+    """Which block computes each (output tile, k-tile) of C[M, N] = A[M, K] @ B[K, N], as the
+    launches of ``helpers.runtime.anyshape.run`` give it on ``kernels/09_any_shape.cu``.
+
+    ``schedule``: ``"dp"`` (``gemm_any``, one block per tile), ``"splitk"`` (``gemm_any``
+    with gridDim.z = the ranges of :func:`split_ranges`; ``splits`` default: :func:`choose_splits`;
+    then ``splitk_reduce`` adds the partial tiles in the order z = 0, 1, ...) or
+    ``"streamk"`` (``policy`` as :func:`dp_tiles`: ``gemm_any`` on a 1-D grid takes tiles
+    0 .. dp-1 whole, then ``gemm_streamk`` on ``sms`` blocks cuts the remaining
+    tiles x k-tiles into :func:`streamk_ranges`; a block that holds k-tile 0 of a tile owns
+    it: it adds the partials the other blocks of that tile publish, then stores C).
+    Tiles are numbered in launch order (tile t is at (tm, tn) = ``tile_rc[t]``, GROUP_M order).
+
+    Returns ``{"schedule", "tiles", "k_tiles", "tile_rc": int array (tiles, 2), "segments":
+    [{"tile", "k0", "k1", "cta", "kernel", "block", "owner", "adds": [ctas whose partials the
+    owner adds]}], "ctas", "dp_tiles", "splits", "reduce": None or a one-line description}``.
+    ``cta`` numbers the blocks of all launches in launch order; ``block`` is the linear
+    block index inside its own launch. Raises ValueError for a bad schedule or size.
+    """
+    for name, v in (("M", M), ("N", N), ("K", K), ("sms", sms)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name}={v!r}: must be an integer >= 1")
+    gm, gn = cdiv(M, cfg["BM"]), cdiv(N, cfg["BN"])
+    n, KT = gm * gn, cdiv(K, cfg["BK"])
+    rc = np.stack(tile_of_block(np.arange(n), gm, gn, cfg.get("GROUP_M", 0)), axis=1)
+    segs: list[dict] = []
+    out = {"schedule": schedule, "tiles": n, "k_tiles": KT, "tile_rc": rc, "dp_tiles": 0, "splits": 1, "reduce": None}
+
+    def seg(t, k0, k1, cta, kernel, block, owner=True):
+        segs.append({"tile": t, "k0": k0, "k1": k1, "cta": cta, "kernel": kernel, "block": block,
+                     "owner": owner, "adds": []})
+
+    if schedule == "dp":
+        for t in range(n):
+            seg(t, 0, KT, t, "gemm_any", t)
+        ctas = n
+    elif schedule == "splitk":
+        s = choose_splits(M, N, K, sms, cfg)[0] if splits is None else splits
+        ranges = split_ranges(KT, s)
+        for z, (k0, k1) in enumerate(ranges):
+            for t in range(n):
+                seg(t, k0, k1, z * n + t, "gemm_any", z * n + t, owner=False)
+        ctas = n * len(ranges)
+        out.update(splits=len(ranges), reduce=f"splitk_reduce adds the {len(ranges)} fp32 partial tiles of every "
+                                              "element in the order z = 0, 1, ... and stores C")
+    elif schedule == "streamk":
+        dp = dp_tiles(M, N, policy, sms, cfg)
+        for t in range(dp):
+            seg(t, 0, KT, t, "gemm_any", t)
+        owner_of: dict = {}
+        for b, (i0, i1) in enumerate(streamk_ranges((n - dp) * KT, sms)):
+            it = i0
+            while it < i1:
+                t, k0 = dp + it // KT, it % KT
+                k1 = min(KT, k0 + i1 - it)
+                seg(t, k0, k1, dp + b, "gemm_streamk", b, owner=k0 == 0)
+                if k0 == 0:
+                    owner_of[t] = segs[-1]
+                it += k1 - k0
+        for sg in segs:
+            if sg["kernel"] == "gemm_streamk" and not sg["owner"]:
+                owner_of[sg["tile"]]["adds"].append(sg["cta"])   # ranges are contiguous: the owner came first
+        ctas = dp + sms
+        out.update(dp_tiles=dp, reduce="the owner of a shared tile waits for the flags of the blocks that "
+                                       "published its other k-tiles, adds their partials and stores C")
+    else:
+        raise ValueError(f"schedule={schedule!r}: must be 'dp', 'splitk' or 'streamk'")
+    out.update(segments=segs, ctas=ctas)
+    return out

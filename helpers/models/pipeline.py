@@ -225,7 +225,6 @@ def emulate_wmma(A: np.ndarray, B: np.ndarray, p: dict, dtype: str = "float16",
     B = round_to(B, dtype)
     wn_count = BN // WN
     warps = (BM // WM) * wn_count
-    threads = warps * 32
     lda, ldb = BK + PAD, BN + PAD
     a_stage, b_stage = BM * lda, BK * ldb
     C = np.full((M, N), np.nan, dtype=np.float32)
@@ -300,3 +299,114 @@ def emulate_wmma(A: np.ndarray, B: np.ndarray, p: dict, dtype: str = "float16",
                             owner[row, col:col + 8] = pid * 1024 + w * 32 + lane
     C = round_to(C, dtype)
     return (C, owner) if record_owner else C
+
+
+# ------------------------------------------------------------------ the stage ring as a timeline
+def stage_schedule(stages: int, k_tiles: int, prefetch: int | None = None, steps: int = 4,
+                   spread: bool = False) -> list[dict]:
+    """The cp.async ring of ``sgemm_cp_async`` (kernels/05) and ``gemm_mma_sync`` (kernels/07)
+    as events on a timeline: an order, not a measurement (no latencies are modelled).
+
+    Time unit: one iteration of the main loop, i.e. the math of one k-tile. Iteration kt
+    spans [kt, kt + 1) in ``steps`` inner steps (05: BK steps of k; 07: BK/16 k16 steps),
+    step i starting at kt + i / steps; the prologue spans [-1, 0). What the kernels do:
+
+    * prologue: the copies of k-tiles 0 .. prefetch-1 into stages 0 .. prefetch-1, one
+      commit group each (an empty group for a tile past the end); then
+      ``cp.async.wait_group prefetch-1`` and ``__syncthreads()`` at -1/steps;
+    * iteration kt: the copies of k-tile kt + prefetch into stage (kt + prefetch) % stages,
+      one commit group per iteration: at the first step (05, and 07 with LOAD_SPREAD=0;
+      no copies past the last k-tile, the group is empty) or spread over every step,
+      committed at the last (07, ``spread``: past the last k-tile they are issued anyway,
+      zero-filled, into a stage nobody reads); at the last step ``wait_group prefetch-1``
+      (k-tile kt + 1 has landed) and ``__syncthreads()`` (visible to every warp);
+    * k-tile j lives in stage j % stages; the math reads it from the barrier of iteration
+      j - 1 (the fragments of its first step load right after it) to the barrier of
+      iteration j (the last fragments load before it); after the loop, ``wait_group 0``
+      at time k_tiles.
+
+    Returns a list of dicts, each with ``kind``:
+    ``"copy"`` (``tile``, ``stage``, ``group``, ``issue``: first copy, ``commit``,
+    ``landed``: the wait that retires its group, ``zero_fill``: past the last k-tile),
+    ``"read"`` (``tile``, ``stage``, ``start``, ``end``: the barriers around its reads),
+    ``"math"`` (``tile``, ``stage``, ``start`` = tile, ``end`` = tile + 1),
+    ``"commit"`` (``group``, ``time``, ``tiles``: the k-tiles in it, [] for an empty group),
+    ``"wait"`` (``time``, ``pending``: the N of wait_group N, ``retires``: the groups it
+    retires, ``landed``: every k-tile complete after it), ``"barrier"`` (``time``).
+    Raises ValueError for stages < 2, k_tiles < 1, prefetch outside 1..stages-1 (one more
+    tile in flight would overwrite the stage being read) or steps < 2.
+    """
+    if not isinstance(stages, int) or stages < 2:
+        raise ValueError(f"stages={stages!r}: must be an integer >= 2 (one stage is read while another fills)")
+    if not isinstance(k_tiles, int) or k_tiles < 1:
+        raise ValueError(f"k_tiles={k_tiles!r}: must be an integer >= 1")
+    prefetch = stages - 1 if prefetch is None else prefetch
+    if not isinstance(prefetch, int) or not 1 <= prefetch <= stages - 1:
+        raise ValueError(f"prefetch={prefetch!r}: must be in 1..stages-1 = 1..{stages - 1} (with more k-tiles in "
+                         "flight than free stages a copy would overwrite the stage being read)")
+    if not isinstance(steps, int) or steps < 2:
+        raise ValueError(f"steps={steps!r}: must be an integer >= 2 (the wait sits at the last inner step, "
+                         "after the copies of the first)")
+    KT, P = k_tiles, prefetch
+    ev: list[dict] = []
+    copies: dict = {}
+    committed: list = []                      # group g -> its tiles
+
+    def barrier_time(kt):                     # kt = -1: the prologue
+        return kt + (steps - 1) / steps
+
+    def commit(t, tiles):
+        committed.append(tiles)
+        ev.append({"kind": "commit", "group": len(committed) - 1, "time": t, "tiles": tiles})
+        for j in tiles:
+            copies[j]["commit"] = t
+
+    retired = 0
+
+    def wait(t, pending):
+        nonlocal retired
+        upto = max(retired, len(committed) - pending)
+        groups = list(range(retired, upto))
+        retired = upto
+        for g in groups:
+            for j in committed[g]:
+                copies[j]["landed"] = t
+        ev.append({"kind": "wait", "time": t, "pending": pending, "retires": groups,
+                   "landed": sorted(j for g in range(retired) for j in committed[g])})
+
+    def copy(j, t):
+        copies[j] = {"kind": "copy", "tile": j, "stage": j % stages, "group": len(committed), "issue": t,
+                     "commit": None, "landed": None, "zero_fill": j >= KT}
+        ev.append(copies[j])
+
+    for s in range(P):                        # prologue
+        if s < KT:
+            copy(s, -1 + 0.5 * s / P)
+        commit(-1 + 0.5 * s / P, [s] if s < KT else [])
+    wait(barrier_time(-1), P - 1)
+    ev.append({"kind": "barrier", "time": barrier_time(-1)})
+    for kt in range(KT):
+        j = kt + P
+        if spread or j < KT:
+            copy(j, float(kt))
+        commit(kt + (steps - 1) / steps if spread else float(kt), [j] if (spread or j < KT) else [])
+        wait(barrier_time(kt), P - 1)
+        ev.append({"kind": "barrier", "time": barrier_time(kt)})
+        ev.append({"kind": "math", "tile": kt, "stage": kt % stages, "start": float(kt), "end": kt + 1.0})
+        ev.append({"kind": "read", "tile": kt, "stage": kt % stages,
+                   "start": barrier_time(kt - 1), "end": barrier_time(kt)})
+    wait(float(KT), 0)
+    return ev
+
+
+def kernel_stage_schedule(entry: str, p: dict, k_tiles: int) -> list[dict]:
+    """:func:`stage_schedule` of one kernel's parameters ``p`` (every -D value):
+    ``entry`` "sgemm_cp_async" (kernels/05: STAGES, BK inner steps, copies at the first)
+    or "gemm_mma_sync" (kernels/07: STAGES, BK/16 k16 steps, LOAD_SPREAD). Raises
+    ValueError for another entry."""
+    if entry == "sgemm_cp_async":
+        return stage_schedule(int(p["STAGES"]), k_tiles, steps=int(p["BK"]))
+    if entry == "gemm_mma_sync":
+        return stage_schedule(int(p["STAGES"]), k_tiles, steps=int(p["BK"]) // 16,
+                              spread=bool(int(p.get("LOAD_SPREAD", 1))))
+    raise ValueError(f"entry={entry!r}: must be 'sgemm_cp_async' or 'gemm_mma_sync' (the kernels with a cp.async ring)")

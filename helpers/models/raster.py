@@ -36,3 +36,32 @@ def block_raster(p: dict, shape) -> np.ndarray:
     return np.stack(tile_of_block(pid, tm_, tn_, p.get("GROUP_M", 0)), axis=1)
 
 
+
+
+def wave_panels(p: dict, shape, in_flight: int, wave: int = 0, elem_bytes: int = 4) -> dict:
+    """Which output tiles, and so which operand panels, the blocks of one wave share.
+
+    Blocks are launched in block-id order (:func:`block_raster` of ``p``'s BM, BN and
+    GROUP_M on ``shape`` = (M, N, K)); ``in_flight`` of them run at once (SMs x blocks
+    per SM), so wave ``wave`` is blocks ``wave * in_flight`` .. ``+ in_flight - 1``. Tile
+    (tm, tn) reads the A row panel tm (BM x K) and the B column panel tn (K x BN).
+    Returns ``{"blocks": block ids, "tiles": int array (n, 2), "a_panels": sorted tile
+    rows, "b_panels": sorted tile columns, "a_bytes", "b_bytes": bytes of those panels
+    (K elements of ``elem_bytes`` each, edge tiles counted whole), "waves": waves in
+    the grid}``. Says which panels the blocks in flight share; it does not say that
+    they stay in L2 or how fast the kernel runs. Raises ValueError for in_flight < 1 or
+    a wave outside the grid.
+    """
+    if not isinstance(in_flight, int) or in_flight < 1:
+        raise ValueError(f"in_flight={in_flight!r}: must be an integer >= 1 (SMs x blocks per SM)")
+    tiles = block_raster(p, shape)
+    waves = cdiv(len(tiles), in_flight)
+    if not isinstance(wave, int) or not 0 <= wave < waves:
+        raise ValueError(f"wave={wave!r}: must be in [0, {waves}) for {len(tiles)} blocks, {in_flight} at a time")
+    blocks = np.arange(wave * in_flight, min(len(tiles), (wave + 1) * in_flight))
+    t = tiles[blocks]
+    a, b = np.unique(t[:, 0]), np.unique(t[:, 1])
+    K = shape[2]
+    return {"blocks": blocks, "tiles": t, "a_panels": a.tolist(), "b_panels": b.tolist(),
+            "a_bytes": len(a) * p["BM"] * K * elem_bytes, "b_bytes": len(b) * p["BN"] * K * elem_bytes,
+            "waves": waves}

@@ -171,8 +171,8 @@ def run(plan: model.Plan, A, B, C) -> None:
     KT = cdiv(K, cfg["BK"])
     shape_args = (i32(M), i32(N), i32(K), i32(lda), i32(ldb), i32(N))
     if plan.schedule == "splitk":
-        ktps = cdiv(KT, plan.splits)
-        s = cdiv(KT, ktps)                       # splits that hold at least one k-tile
+        ranges = model.split_ranges(KT, plan.splits)   # blockIdx.z = z: k-tiles [z * ktps, (z+1) * ktps)
+        ktps, s = ranges[0][1], len(ranges)      # s: the splits that hold at least one k-tile
         grid = (cdiv(N, cfg["BN"]), cdiv(M, cfg["BM"]), s)
         if plan.reduction == "atomic":           # kept zero by splitk_reduce (clear = 1)
             W = scratch("splitk_atomic", (M * N,), np.float32, zero=True)
