@@ -43,13 +43,9 @@ EXCUSES = {
        "instead of 128 x 128), which cuts the operand bytes per FLOP to three quarters (they scale "
        "as 1/BM + 1/BN): the diagnosis names what that wider tile does, not what the chapter is "
        "about. Chapter 7's ladder times the wider tile as a step of its own.",
-    9: "Heaven 9 runs heaven 7's main loop, and its counters read the same way: no unit saturated "
-       "and no data wait in the lead (the fixed-latency `wait` and `math_pipe_throttle` are close to "
-       "a tie), so the table says tune. The tuner's race found no configuration of that kernel clearly "
-       "faster than its default. What heaven 10 changes is outside the table's reach: a different "
-       "instruction path (wgmma reads both operands from shared memory and works on a whole warpgroup, "
-       "TMA copies whole tiles without the threads' help), which no configuration of the mma.sync "
-       "kernel has.",
+    9: "Heaven 9 runs heaven 7's loop and reads the same: no unit saturated, no data wait in the lead, so "
+       "the table says tune, and the tuner found nothing clearly faster. Heaven 10 changes what no "
+       "configuration can: wgmma takes its operands from shared memory for a whole warpgroup, TMA copies tiles.",
 }
 # Bank models the autotuner multiplies in (helpers.runtime.tune.rank's shared_eff), per kernel.
 TUNE_SHARED_EFF = {"mma_sync_f16": tuning.ldmatrix_efficiency, "mma_sync_bf16": tuning.ldmatrix_efficiency}
