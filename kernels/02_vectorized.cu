@@ -3,7 +3,7 @@
 // Computes C = A @ B in float32, row-major, as in heaven 1:
 //   A: M x K (lda = K)   B: K x N (ldb = N)   C: M x N (ldc = N)
 //
-// Two ideas, one kernel each.
+// Two ideas, one kernel each, and a control.
 //
 // 1. sgemm_vec4: wider loads, more work per load. One thread now owns a 1 x 4
 //    strip of C, C[row][4q .. 4q+3], and walks K four steps at a time:
@@ -22,6 +22,20 @@
 //    aligned: rows start at multiples of K or N floats), pointers 16-byte
 //    aligned. M is free (guarded).
 //
+// 1b. sgemm_strip4, the control for (1): the same four outputs per thread and the same
+//    loads per k step as vec4 would make with scalar loads, so that what float4 adds can be
+//    told apart from what more outputs per thread add. The thread's four columns are
+//    BLOCK_X apart (col0, col0 + BLOCK_X, ...), so each scalar load of a warp still reads
+//    one contiguous 128-byte run of a B row:
+//
+//      for k in 0..K-1:
+//        a = A[row][k]                           (one 4-byte load, shared by the 4 FMAs)
+//        for c in 0..3:
+//          acc[c] += a * B[k][col0 + c * BLOCK_X]  (one 4-byte load, one FMA)
+//
+//    Per 4 FMAs: 5 scalar loads (heaven 1: 8; vec4: 5 float4 loads per 16 FMAs).
+//    Preconditions: none (every index is guarded).
+//
 // 2. sgemm_kmajor: the operand layout. B is handed over transposed, as
 //    Bt = B^T (N x K, row-major, ldb = K): "K-major", the layout CUTLASS and
 //    cuBLAS call "T" for B. Now both dot-product operands are contiguous in k:
@@ -33,7 +47,7 @@
 //
 // Tile parameters (-D): BLOCK_X, BLOCK_Y, the block shape (default 32 x 8).
 // Launch: block = (BLOCK_X, BLOCK_Y);
-//   vec4:   grid = (ceil(N / (4 * BLOCK_X)), ceil(M / BLOCK_Y))
+//   vec4, strip4: grid = (ceil(N / (4 * BLOCK_X)), ceil(M / BLOCK_Y))
 //   kmajor: grid = (ceil(N / BLOCK_X),       ceil(M / BLOCK_Y))
 // -DRECORD_OWNER=1 adds an `owner` output as in 01_naive.cu.
 
@@ -71,6 +85,35 @@ sgemm_vec4(const float* __restrict__ A, const float* __restrict__ B,
     *reinterpret_cast<float4*>(C + (size_t)row * N + col) = acc;   // one 16-byte store
     RECORD((size_t)row * N + col + 0); RECORD((size_t)row * N + col + 1);
     RECORD((size_t)row * N + col + 2); RECORD((size_t)row * N + col + 3);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y)
+sgemm_strip4(const float* __restrict__ A, const float* __restrict__ B,
+             float* __restrict__ C, int M, int N, int K OWNER_PARAM)
+{
+    const int row = blockIdx.y * BLOCK_Y + threadIdx.y;
+    const int col0 = blockIdx.x * (4 * BLOCK_X) + threadIdx.x;     // columns col0 + c * BLOCK_X
+    if (row >= M) return;
+
+    const float* a_ptr = A + (size_t)row * K;
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int k = 0; k < K; ++k) {
+        const float a = a_ptr[k];
+        const float* b_row = B + (size_t)k * N;
+        #pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            const int col = col0 + c * BLOCK_X;
+            if (col < N) acc[c] += a * b_row[col];
+        }
+    }
+    #pragma unroll
+    for (int c = 0; c < 4; ++c) {
+        const int col = col0 + c * BLOCK_X;
+        if (col < N) {
+            C[(size_t)row * N + col] = acc[c];
+            RECORD((size_t)row * N + col);
+        }
+    }
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y)

@@ -29,6 +29,12 @@ register(Kernel(key="vec4", title="float4, 1x4 strip per thread", entry="sgemm_v
                 rules=lambda p, s: [multiple_of("K", s[2], 4, "float4 loads along the rows of A"),
                                     multiple_of("N", s[1], 4, "float4 loads along the rows of B and C")],
                 **_V))
+# strip4, the control of vec4: the same 1 x 4 outputs per thread with scalar loads (columns
+# BLOCK_X apart, so every warp load is one contiguous 128-byte run); same bytes as vec4.
+register(Kernel(key="strip4", title="1x4 outputs per thread, scalar loads (control)", entry="sgemm_strip4",
+                owner=lambda p, s: mapping.owner("scalar-strip", p, s), global_bytes=lambda p, s: 5 * s[0] * s[1] * s[2] + 4 * s[0] * s[1],
+                grid=lambda p, s: (cdiv(s[1], 4 * p["BLOCK_X"]), cdiv(s[0], p["BLOCK_Y"]), 1),
+                **{**_V, "align": 4, "sweep": ()}))
 register(Kernel(key="kmajor", title="K-major B (Bt), float4 along k", entry="sgemm_kmajor", layout="NT",
                 owner=lambda p, s: mapping.owner("k-major", p, s), global_bytes=naive_bytes,
                 grid=lambda p, s: (cdiv(s[1], p["BLOCK_X"]), cdiv(s[0], p["BLOCK_Y"]), 1),
@@ -37,6 +43,7 @@ register(Kernel(key="kmajor", title="K-major B (Bt), float4 along k", entry="sge
                 **{**_V, "sweep": tuple(b for b in BLOCK_SWEEP if b != {"BLOCK_X": 32, "BLOCK_Y": 32})}))
 # The index scheme of helpers.models.mapping each kernel follows (its owner and load models).
 mapping.name_scheme("vec4", "float4")
+mapping.name_scheme("strip4", "scalar-strip")
 mapping.name_scheme("kmajor", "k-major")
 
 

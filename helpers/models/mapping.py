@@ -25,10 +25,12 @@ SECTOR = 32  # bytes: the unit in which L1/L2 move global memory (a warp's
 # The index schemes of heavens 1 and 2: "x-first" (threadIdx.x runs down the rows of C:
 # kernels/01_naive.cu's uncoalesced order), "y-first" (threadIdx.x runs along a row of C),
 # "float4" (each thread a 1 x 4 strip of a row, float4 loads along k of A and along n of B)
-# and "k-major" (y-first threads, B stored transposed, float4 loads along k of A and Bt).
+# "scalar-strip" (each thread four outputs of a row, BLOCK_X columns apart, scalar loads: the
+# control of chapter 2) and "k-major" (y-first threads, B stored transposed, float4 loads
+# along k of A and Bt).
 # A chapter says which scheme each of its kernels uses (name_scheme); the functions below
 # then take the kernel's name or the scheme's.
-SCHEMES = ("x-first", "y-first", "float4", "k-major")
+SCHEMES = ("x-first", "y-first", "float4", "scalar-strip", "k-major")
 _NAMES = KernelNames("scheme", SCHEMES, "no index model in helpers/models/mapping.py")
 
 
@@ -54,8 +56,10 @@ def _threads_of(key: str, p: dict, shape):
     if scheme in ("y-first", "k-major"):
         gx = cdiv(N, BX)
         return j // BX, i // BY, j % BX, i % BY, gx
-    q = j // 4                                            # float4
     gx = cdiv(N, 4 * BX)
+    if scheme == "scalar-strip":                          # columns bx*4*BX + tx + c*BX
+        return j // (4 * BX), i // BY, j % BX, i % BY, gx
+    q = j // 4                                            # float4
     return q // BX, i // BY, q % BX, i % BY, gx
 
 
@@ -115,6 +119,16 @@ def warp_loads(key: str, p: dict, shape, block=(0, 0), warp: int = 0, step: int 
         for kk in range(4):
             add("B", [[(k0 + kk, x[1] + d) for d in range(4)] if x else None for x in rc],
                 [((k0 + kk) * N + x[1]) if x else 0 for x in rc], 16)
+    elif scheme == "scalar-strip":
+        k = step
+        rc = []
+        for tx, ty in lanes:
+            i, j0 = by * BY + ty, bx * 4 * BX + tx
+            rc.append((i, j0) if i < M and k < K else None)
+        add("A", [[(x[0], k)] if x else None for x in rc], [(x[0] * K + k) if x else 0 for x in rc], 4)
+        for c in range(4):
+            cols = [(x[0], x[1] + c * BX) if x and x[1] + c * BX < N else None for x in rc]
+            add("B", [[(k, y[1])] if y else None for y in cols], [(k * N + y[1]) if y else 0 for y in cols], 4)
     else:                                                  # k-major
         k0 = 4 * step
         rc = []
@@ -132,5 +146,5 @@ def sectors_per_fma(key: str, p: dict, shape=(4096, 4096, 4096)) -> float:
     """32-byte sectors one warp requests per FMA it performs (warp 0, block 0, step 0):
     the number behind the coalescing argument of chapter 1."""
     loads = warp_loads(key, p, shape)
-    fmas = 32 * {"float4": 16, "k-major": 4}.get(_scheme(key), 1)
+    fmas = 32 * {"float4": 16, "scalar-strip": 4, "k-major": 4}.get(_scheme(key), 1)
     return sum(l["sectors"] for l in loads) / fmas
