@@ -3,12 +3,14 @@ checked by import-linter: see pyproject.toml and docs/architecture.md).
 
 chapters/  one module per chapter: its catalog entries and the calls its notebook makes
     common               banner, running table, live slider, roofline cell, shared rule helpers
+    intro                the landing page's glued ratios, read from the records (it has no chapter module)
     ch00_measuring       transpose warm-up (copy, naive, shared, padded)
     ch01_naive           naive GEMM, x-first vs y-first
     ch02_vectorized      float4 loads, K-major B
     ch03_smem_tiling     shared-memory tiles
     ch04_bank_conflicts  padding, swizzle, transposed tiles; Nsight Compute bank counters
     ch05_register_tiling register tiles, warp tiles, double buffering, cp.async
+    register_tiling_prose chapter 5's glued numbers, read from the records (ch05_register_tiling is near 500 lines)
     ch06_wmma            WMMA; the layout and fp16-accumulator pitfalls (the kernels run here)
     ch07_mma_sync        mma.sync, ldmatrix, swizzle, multistage pipeline; the PROBE ladder (measured here)
     ch08_profiling       Nsight Compute panels of every heaven, the decision table, the measured roofline

@@ -30,6 +30,13 @@ CONSTANTS: dict[str, dict[str, str]] = {
         "100 %": "the top of a percentage scale",
         "0 %": "the bottom of a percentage scale",
     },
+    "00_measuring.ipynb": {
+        "an intensity of 0.25": "2 FLOPs over 8 bytes (one 4-byte element of A and one of B per multiply-add): "
+                                "arithmetic of the method, not a measurement",
+    },
+    "01_naive.ipynb": {
+        "0.25 FLOP per byte": "2 FLOPs over two 4-byte loads per multiply-add: arithmetic of the method",
+    },
 }
 
 _UNIT = (r"(?:TFLOP/s|GFLOP/s|TFLOPs|PFLOP/s|TB/s|GB/s|MB/s|GHz|MHz|µs|us\b|ms\b|ns\b|W\b|%|"

@@ -11,7 +11,7 @@ import numpy as np
 from helpers.figures import roofline as roofline_fig, show
 from helpers.models import banks
 from helpers.models.raster import cdiv
-from helpers.runtime import bench, roofline, timing
+from helpers.runtime import bench, results, roofline, timing
 from helpers.runtime.catalog import Kernel, register
 
 from . import common
@@ -39,11 +39,12 @@ for _key in ("transpose_shared", "transpose_padded"):     # their shared tile, i
     banks.name_model(_key, "transpose")
 
 
-def nosync_factor(rows: list) -> float:
-    """How many times "faster" than the honest figure the unsynchronized host timer made
-    cuBLAS look: the "vs honest" of the no-synchronize row of
-    :func:`helpers.runtime.timing.rules` (live, or the recorded rows); glued into the prose."""
-    return next(r["vs honest"] for r in rows if r["rule"].startswith("no synchronize"))
+def prose_values() -> dict:
+    """{name: value} the prose glues, read from the recorded ceilings of the H200
+    (``results/<gpu>.json``), never measured: ``balance_fp32``, the machine balance in FLOP per
+    byte (cuBLAS SGEMM TFLOP/s at 4096^3 over the device-to-device copy's GB/s)."""
+    ceil = results.load()["ceilings"]
+    return {"balance_fp32": ceil["cublas_TFLOPs"]["float32"] * 1e3 / ceil["copy_GBps"]}
 
 
 # ------------------------------------------------------------------ notebook calls

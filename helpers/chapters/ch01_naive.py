@@ -64,3 +64,12 @@ def show_timings(shape=(4096, 4096, 4096)) -> list:
     if x["value"] and y["value"]:
         print(f"y-first is {y['value'] / x['value']:.1f}x faster than x-first")
     return recs
+
+
+def prose_values() -> dict:
+    """{name: value} the prose glues, from the H200's records of both kernels at their defaults,
+    4096^3 fp32 (never measured): ``naive_x_ratio`` and ``naive_y_ratio`` (ratio to cuBLAS),
+    ``naive_speedup`` (y-first TFLOP/s over x-first's) and ``naive_x_ms`` (one x-first run, ms)."""
+    x, y = common.recorded_run("naive_xfirst"), common.recorded_run("naive_yfirst")
+    return {"naive_x_ratio": x["ratio"], "naive_y_ratio": y["ratio"], "naive_speedup": y["value"] / x["value"],
+            "naive_x_ms": x["ms"]}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from helpers.figures import profiling as prof_fig
 from helpers.models import counters, tiles
 from helpers.models.raster import cdiv
-from helpers.runtime import bench, timing
+from helpers.runtime import bench, panels, timing
 from helpers.runtime.catalog import Kernel, register
 
 from . import common
@@ -48,6 +48,26 @@ def counter_rows(shape=(4096, 4096, 4096)) -> tuple[list, str]:
     """(rows, where): vec4 (heaven 2) against smem_tiled (heaven 3) per FFMA, from the
     recorded panels (:func:`helpers.runtime.panels.recorded`); KeyError when not recorded."""
     return common.recorded_counter_rows("vec4", "smem_tiled", "ffma", COUNTERS, shape)
+
+
+PIPE_SHARED = "sm__pipe_shared_cycles_active.avg.pct_of_peak_sustained_elapsed"   # not shared memory: FP16 + Tensor
+
+
+def prose_values(shape=(4096, 4096, 4096)) -> dict:
+    """{name: value} the prose glues, read from the recorded Nsight Compute panels of vec4 and
+    smem_tiled at ``shape`` (the table of :func:`show_counters`; never profiled here): for each
+    field of :data:`COUNTERS` used, ``<field>_vec4``, ``<field>_tiled`` and ``<field>_ratio``
+    (tiled / vec4), with ":" in a field name written "_"; and ``pipe_shared_pct`` (% of peak
+    of ``sm__pipe_shared_cycles_active`` in smem_tiled). KeyError when a panel is not recorded."""
+    out = {}
+    for r in counter_rows(shape)[0]:
+        f = r["field"].replace(":", "_")
+        out.update({k: v for k, v in ((f"{f}_vec4", r["a"]), (f"{f}_tiled", r["b"]), (f"{f}_ratio", r["b / a"]))
+                    if v is not None})
+    runs, _, _ = panels.recorded()
+    tiled = next(r for r in runs if r["key"] == "smem_tiled" and list(r["shape"]) == list(shape))
+    out["pipe_shared_pct"] = tiled["metrics"][PIPE_SHARED]
+    return out
 
 
 def show_counters(shape=(4096, 4096, 4096)) -> list:

@@ -432,3 +432,27 @@ def record() -> dict:
         print(f"{name}: {time.perf_counter() - t0:.1f} s", flush=True)
     return out
 
+
+
+# ------------------------------------------------------------------ numbers the prose quotes
+def prose_values() -> dict:
+    """{name: value} the appendix's prose glues, read from ``results/<gpu>-pitfalls.json`` and the
+    recorded spec of the GPU (``results/<gpu>.json``), never measured: ``fp32_peak`` (TFLOP/s);
+    ``db_runs`` and ``db_wrong`` (reference checks of the missing barrier, and how many failed);
+    ``branch_rel_err`` (relative error of the barrier inside a branch); ``acc32_min`` and
+    ``acc32_max`` (fp32 accumulator, lowest and highest relative error); ``acc16_fail_k`` (the
+    first K at which the fp16 accumulator exceeds the fp16 tolerance on uniform inputs) and
+    ``acc16_normal_over_uniform`` (its error on normal over uniform inputs at the largest K).
+    Raises KeyError (or TypeError) when a section is not recorded."""
+    db = next(r for r in recorded("double_buffer")[0]["reference"] if r["kernel"] == "dbuf_no_barrier_pitfall")
+    branch = next(r for r in recorded("sync_in_branch")[0]["reference"] if r["kernel"] == "sync_in_branch_pitfall")
+    acc = recorded("fp16_accumulator")[0]
+    uniform = [r for r in acc["rows"] if r["inputs"].startswith("uniform")]
+    normal = [r for r in acc["rows"] if not r["inputs"].startswith("uniform")][-1]
+    big = next(r for r in uniform if r["K"] == normal["K"])
+    return {"fp32_peak": results.load()["ceilings"]["spec"]["fp32_peak_TFLOPs"],
+            "db_runs": db["runs"], "db_wrong": db["wrong"], "branch_rel_err": branch["rel_err"],
+            "acc32_min": min(r["fp32 accumulator"] for r in acc["rows"]),
+            "acc32_max": max(r["fp32 accumulator"] for r in acc["rows"]),
+            "acc16_fail_k": next(r["K"] for r in uniform if r["fp16 accumulator"] > acc["tolerance"]),
+            "acc16_normal_over_uniform": normal["fp16 accumulator"] / big["fp16 accumulator"]}

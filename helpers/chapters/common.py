@@ -469,3 +469,17 @@ def recorded_counter_rows(key_a: str, key_b: str, kind: str, fields, shape=(4096
     a, b = prof_fig.find_run(runs, key_a, shape), prof_fig.find_run(runs, key_b, shape)
     where = prof_fig.ncu_label(doc, f"results/{results.DEFAULT_SLUG}-{panels.ARTIFACT}.json")
     return prof_fig.counter_comparison(a, b, kind, fields), where
+
+
+def recorded_run(key: str, params: dict | None = None, shape=(4096, 4096, 4096), dtype: str | None = None) -> dict:
+    """The recorded run of catalog kernel ``key`` at its shipped defaults updated with ``params``
+    (dict of -D values), on ``shape`` (M, N, K) in ``dtype`` (default: the kernel's), read from the
+    results file only (``results/<gpu>.json``, the same on every GPU), never measured: what a
+    chapter's ``prose_values`` glue into the prose. Raises KeyError naming the run when it is not
+    recorded."""
+    spec = catalog.get(key)
+    p, dt = {**spec.defaults, **(params or {})}, dtype or spec.dtype
+    r = results.lookup(key, p, dt, shape)
+    if r is None:
+        raise KeyError(f"{key} {p} {dt} {tuple(shape)}: not recorded in results/{results.DEFAULT_SLUG}.json")
+    return r

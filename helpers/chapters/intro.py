@@ -1,0 +1,36 @@
+"""The landing page's numbers (book/intro.ipynb): the ratios to cuBLAS its prose quotes, read from
+the H200's records only. A module of its own because the landing page has no chapter module and
+``common.py`` is close to its 500-line limit; it registers no kernel.
+"""
+from __future__ import annotations
+
+from helpers.runtime import results
+
+from . import common
+
+ODD = (4093, 4093, 4093)          # chapter 9's odd cube, where cuBLAS is weak
+
+
+def _odd(strategy: str, dtype: str = "float16") -> dict:
+    """The record of chapter 9's any-shape runner with ``strategy`` on :data:`ODD` in ``dtype``
+    (``results/<gpu>-anyshape.json``, section ``odd``); KeyError when it is not recorded."""
+    doc = results.artifact("anyshape") or {}
+    for r in doc.get("odd", []):
+        if r["kernel"] == f"any:{strategy}" and r["dtype"] == dtype and tuple(r["shape"]) == ODD:
+            return r
+    raise KeyError(f"any:{strategy} {dtype} {ODD}: not recorded in results/{results.DEFAULT_SLUG}-anyshape.json")
+
+
+def prose_values() -> dict:
+    """{name: ratio to cuBLAS} for the landing page's glue, all at 4096^3 unless named: each
+    heaven's headline kernel (``heaven<N>_ratio``, the staircase's records), the uncoalesced
+    x-first kernel of chapter 1 (``naive_x_ratio``), chapter 10's first rung in fp16
+    (``hopper_r1_ratio``), and at 4093^3 in fp16 chapter 9's padding around heaven 7's kernel
+    (``odd_padding_ratio``) and the dispatcher's own choice (``odd_auto_ratio``). Read from the
+    records, never measured; KeyError when one is missing."""
+    out = {f"heaven{h}_ratio": common.recorded_run(k)["ratio"] for h, k in common.HEADLINE.items()}
+    out["naive_x_ratio"] = common.recorded_run("naive_xfirst")["ratio"]
+    out["hopper_r1_ratio"] = common.recorded_run("hopper_r1_tma_wgmma_f16")["ratio"]
+    out["odd_padding_ratio"] = _odd("padding")["ratio"]
+    out["odd_auto_ratio"] = _odd("auto")["ratio"]
+    return out

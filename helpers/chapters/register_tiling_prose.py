@@ -1,0 +1,98 @@
+"""Chapter 5's glued numbers (book/05_register_tiling.ipynb): what its prose quotes, read from the
+H200's records only (``results/<gpu>.json``, ``-fp32-flags.json``, ``-ncu-panels.json``), never
+measured. A module of its own because ``ch05_register_tiling.py`` is near the 500-line limit; it
+belongs to chapter 5's page and imports nothing but that chapter, ``common`` and the runtime.
+"""
+from __future__ import annotations
+
+from helpers.runtime import catalog, panels, results
+
+from . import ch05_register_tiling as ch5
+
+SHAPE = (4096, 4096, 4096)
+# the counters of the bank-conflict check of step 6 (Nsight Compute metric names)
+CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared"
+DEFAULT_TILE, SMALL_TILE = "128x256x16", "128x128x8"      # the two tiles of the build-flag table
+
+
+def _ratio(key: str, p: dict) -> float:
+    return results.lookup(key, p, "float32", SHAPE)["ratio"]
+
+
+def _pairs(before: str, after: str) -> list:
+    """[(params of ``before``, speed of ``after`` over ``before``)] at every shared configuration
+    (:func:`helpers.chapters.ch05_register_tiling.twins`), from the records."""
+    out = []
+    for p, q in ch5.twins(before, after):
+        a, b = results.lookup(after, q, "float32", SHAPE), results.lookup(before, p, "float32", SHAPE)
+        out.append((p, a["value"] / b["value"]))
+    return out
+
+
+def _pct(x: float) -> float:
+    """A speed ratio as a gain in per cent (1.065 -> 6.5; below 1, negative)."""
+    return (x - 1) * 100
+
+
+def prose_values() -> dict:
+    """{name: value} the prose of chapter 5 glues, at 4096^3 fp32 on the H200's records:
+
+    - ``vec4_gain_bk8_pct`` / ``vec4_gain_bk16_pct``: reg2d_vec4 over reg2d at BK = 8 and 16, %;
+    - ``db_gain_min_pct`` / ``db_gain_max_pct``: warptile_db over warptile at equal tiles, %;
+    - ``ca_gain_small_min_pct`` / ``..._max_pct``: cp_async over warptile_db at the 128 x 128 x 8
+      tiles; ``ca_level_min`` / ``ca_level_max``: the same ratio at the deeper and wider tiles;
+    - ``ca_plain_small`` (cp_async built like warptile_db: serpentine order, every copy checked,
+      at 128 x 128 x 8, from the flag table) and ``db_small`` (warptile_db there), ratios to cuBLAS;
+    - ``group_min`` / ``group_max``: GROUP_M = 0 over GROUP_M = 8, every recorded pair;
+    - the flag table: ``serp_checked_pct``, ``interior_serp_pct``, ``interior_plain_loss_pct`` (default
+      tile, %; the last a loss), ``flags_both`` and ``flags_neither`` (ratios to cuBLAS there), ``small_serp_x`` and
+      ``small_interior_x`` (each switch alone at 128 x 128 x 8), ``small_both_pct`` (both against
+      neither, %), ``small_interior_regs`` (registers of both unchecked-interior builds, equal) and
+      ``small_interior_pct`` (their difference, %);
+    - step 6's Nsight Compute panel: ``ca_dram_pct`` (DRAM busy, % of peak), ``ca_conflicts_m``
+      (shared-memory bank conflicts, millions), ``ca_conflicts_ld`` and ``ca_conflicts_st`` (those
+      of shared loads and stores), ``ca_conflict_pct`` (conflicts per shared wavefront, %).
+
+    Raises KeyError or StopIteration when a record is missing."""
+    out = {}
+    vec4 = {p["BK"]: x for p, x in _pairs("reg2d", "reg2d_vec4")}
+    out["vec4_gain_bk8_pct"], out["vec4_gain_bk16_pct"] = _pct(vec4[8]), _pct(vec4[16])
+    db = [x for _, x in _pairs("warptile", "warptile_db")]
+    out["db_gain_min_pct"], out["db_gain_max_pct"] = _pct(min(db)), _pct(max(db))
+    ca = _pairs("warptile_db", "cp_async")
+    small = [x for p, x in ca if (p["BN"], p["BK"]) == (128, 8)]
+    level = [x for p, x in ca if (p["BN"], p["BK"]) != (128, 8)]
+    out["ca_gain_small_min_pct"], out["ca_gain_small_max_pct"] = _pct(min(small)), _pct(max(small))
+    out["ca_level_min"], out["ca_level_max"] = min(level), max(level)
+    small_tile = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8}
+    out["db_small"] = _ratio("warptile_db", {**catalog.get("warptile_db").defaults, **small_tile})
+    groups = [results.lookup(k, by[0], "float32", SHAPE)["value"] / results.lookup(k, by[8], "float32", SHAPE)["value"]
+              for k, by in ch5.group_m_sets() if 0 in by]
+    out["group_min"], out["group_max"] = min(groups), max(groups)
+
+    flags = ch5.flag_rows()
+    row = {(r["tile"], r["FMA order"], r["copies"].startswith("interior")): r for r in flags["rows"]}
+    e, s = flags["effects"][DEFAULT_TILE], flags["effects"][SMALL_TILE]
+    out["serp_checked_pct"] = _pct(e["serpentine (checked copies)"])
+    out["interior_serp_pct"] = _pct(e["interior (serpentine order)"])
+    out["interior_plain_loss_pct"] = -_pct(e["interior (plain order)"])
+    out["flags_both"] = row[DEFAULT_TILE, "serpentine", True]["ratio"]
+    out["flags_neither"] = row[DEFAULT_TILE, "plain", False]["ratio"]
+    out["small_serp_x"], out["small_interior_x"] = s["serpentine (checked copies)"], s["interior (plain order)"]
+    both, neither = row[SMALL_TILE, "serpentine", True], row[SMALL_TILE, "plain", False]
+    out["small_both_pct"] = _pct(both["ratio"] / neither["ratio"])
+    plain_int = row[SMALL_TILE, "plain", True]
+    out["small_interior_regs"] = both["registers"] if both["registers"] == plain_int["registers"] else None
+    out["small_interior_pct"] = _pct(both["ratio"] / plain_int["ratio"])
+    out["ca_plain_small"] = row[SMALL_TILE, "serpentine", False]["ratio"]
+
+    runs, _, _ = panels.recorded()
+    default = dict(catalog.get("cp_async").defaults)
+    run = next(r for r in runs if r["key"] == "cp_async" and r.get("params") == default
+               and tuple(r["shape"]) == SHAPE)
+    m = run["metrics"]
+    out["ca_dram_pct"] = run["panel"]["dram_pct"]
+    out["ca_conflicts_m"] = m[f"{CONFLICTS}.sum"] / 1e6
+    out["ca_conflicts_ld"], out["ca_conflicts_st"] = m[f"{CONFLICTS}_op_ld.sum"], m[f"{CONFLICTS}_op_st.sum"]
+    out["ca_conflict_pct"] = run["panel"]["conflict_share"] * 100
+    return {k: v for k, v in out.items() if v is not None}
