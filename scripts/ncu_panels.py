@@ -6,6 +6,7 @@ Usage (on a GPU with Nsight Compute):
     python scripts/ncu_panels.py --launch cp_async [--shape M N K] [--params '{"BK": 8}']
     python scripts/ncu_panels.py --tuned results/h200-tuning.json --out results/h200-ncu-tuned.json
         [--kernels cp_async mma_sync_f16]
+    python scripts/ncu_panels.py --controls --out results/h200-ncu-controls.json
 
 The first form profiles the headline kernel (helpers.chapters.common.HEADLINE,
 default parameters) of every heaven this GPU can run, one launch each, under
@@ -26,6 +27,11 @@ one ncu run the same way, and writes them with "role" ("default" or "winner") fo
 8's winner-beside-default panel (``helpers.runtime.panels.TUNED_ARTIFACT``). The third
 form is the child the notebook's one-kernel call (helpers.runtime.panels.profile)
 runs under ncu: one launch of one kernel, checked against a float64 reference.
+``--controls`` profiles the controls the chapters' claims rest on (:data:`CONTROLS`: the two naive
+orders and chapter 2's kernels with the sector and request counters of their global loads and
+the L1/L2 hit rates; cp_async with its bank conflicts split by instruction kind, the cp.async
+copies included; the mma-only rung of chapter 7's PROBE ladder), with the panel's counters
+plus :data:`CONTROL_METRICS`, and writes them as ``results/<gpu>-ncu-controls.json``.
 ``--query-out FILE`` also saves the output of `ncu --query-metrics`.
 
 Exit status: 0 when the JSON was written (or the launch ran), 1 when ncu is
@@ -49,6 +55,39 @@ from helpers.runtime import catalog, defaults as tuned, gpu, ncu as ncu_tool, pa
 
 
 MINMAX = re.compile(r"\.(min|max)(\.|$)")    # per-unit extremes: not read by the panel, half the file
+
+
+# The controls (--controls): what each chapter's "because" rests on, one launch each.
+CONTROLS = [
+    {"key": "naive_xfirst", "claim": "chapter 1: x-first threads do not coalesce"},
+    {"key": "naive_yfirst", "claim": "chapter 1: y-first threads coalesce"},
+    {"key": "strip4", "claim": "chapter 2: four outputs per thread, scalar loads"},
+    {"key": "vec4", "claim": "chapter 2: four outputs per thread, float4 loads"},
+    {"key": "cp_async", "claim": "chapter 5: which instruction has the bank conflicts"},
+    {"key": "mma_sync_f16", "claim": "chapter 7: the kernel beside its mma-only rung"},
+    {"key": "mma_sync_f16", "extra_defines": {"PROBE": 4}, "claim": "chapter 7: the mma-only rung (PROBE=4)"},
+]
+CONTROL_METRICS = [
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sector_hit_rate.pct",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
+    "smsp__inst_executed_op_global_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "smsp__inst_executed_op_ldgsts.sum",
+    "smsp__inst_executed_op_ldsm.sum",
+    "smsp__inst_executed_pipe_tensor_op_hmma.sum",
+    "sm__cycles_elapsed.avg.per_second",
+]
+
+
+def controls_plan(shape) -> list:
+    cc = gpu.device_info()["cc"]
+    return [{**c, "params": catalog.get(c["key"]).params(), "shape": list(shape)}
+            for c in CONTROLS if c["key"] in catalog.KERNELS and catalog.get(c["key"]).runs_on(cc)]
 
 
 def plan(shape) -> list:
@@ -80,8 +119,9 @@ def tuned_plan(tuning_file: str, kernels=None, shape=None) -> list:
 
 def child(plan_file: str) -> None:
     for it in json.loads(Path(plan_file).read_text()):
-        err = panels.launch_once(it["key"], it["params"], it["shape"])
-        print(f"child: {it['key']} rel_err {err:.2e}", flush=True)
+        err = panels.launch_once(it["key"], it["params"], it["shape"], it.get("extra_defines"))
+        print(f"child: {it['key']} {it.get('extra_defines') or ''} "
+              f"{'not checked (a probe rung)' if err is None else f'rel_err {err:.2e}'}", flush=True)
 
 
 def record(a) -> int:
@@ -92,11 +132,13 @@ def record(a) -> int:
     if a.query_out:
         q = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True)
         Path(a.query_out).write_text(q.stdout + q.stderr)
-    items = tuned_plan(a.tuned, a.kernels) if a.tuned else plan(a.shape)
+    items = (tuned_plan(a.tuned, a.kernels) if a.tuned else controls_plan(a.shape) if a.controls
+             else plan(a.shape))
     if not items:
         print("ncu_panels: nothing to profile", file=sys.stderr)
         return 1
-    known, unknown, qstate = ncu_tool.query_metrics(ncu, panels.METRICS)
+    asked = panels.METRICS + (CONTROL_METRICS if a.controls else [])
+    known, unknown, qstate = ncu_tool.query_metrics(ncu, asked)
     print("ncu_panels: profiling", ", ".join(it["key"] for it in items), flush=True)
     try:
         runs, res = panels.profile_many(items, ncu, known)
@@ -111,7 +153,8 @@ def record(a) -> int:
         r["metrics"] = {k: v for k, v in r["metrics"].items() if not MINMAX.search(k)}
     for r in runs:
         p = diagnosis.panel(r["metrics"])
-        label = f"heaven {r['heaven']:2d}" if "heaven" in r else f"{r['role']:>9s}"
+        label = (f"heaven {r['heaven']:2d}" if "heaven" in r else f"{r['role']:>9s}" if "role" in r
+                 else f"{json.dumps(r.get('extra_defines') or {}):>14s}")
         print(f"  {label} {r['key']:26s} SM {p['sm_pct'] or 0:5.1f}%  mem {p['mem_pct'] or 0:5.1f}%  "
               f"DRAM {((p['dram_read'] or 0) + (p['dram_write'] or 0)) / 1e6:8.1f} MB  "
               f"tensor {p['tensor_pct'] or 0:5.1f}%  fma {p['fma_pct'] or 0:5.1f}%  stalls {p['stalls']}")
@@ -135,6 +178,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tuned", metavar="TUNING_JSON",
                     help="profile each tuned kernel's shipped default and winner from this autotuner file")
     ap.add_argument("--kernels", nargs="+", help="with --tuned: only these kernels")
+    ap.add_argument("--controls", action="store_true",
+                    help="profile CONTROLS (the chapters' controls) with CONTROL_METRICS as well")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:

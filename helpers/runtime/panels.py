@@ -70,9 +70,11 @@ def kernel_regex(keys) -> str:
     return "regex:^(" + "|".join(entries) + ")$" if len(entries) > 1 else f"regex:^{entries[0]}$"
 
 
-def launch_once(key: str, params: dict | None, shape) -> float:
+def launch_once(key: str, params: dict | None, shape, extra_defines: dict | None = None) -> float | None:
     """The child's work: one launch of ``key`` on random inputs, checked against a
-    float64 reference (a wrong result raises). Returns the relative error."""
+    float64 reference (a wrong result raises). Returns the relative error.
+    ``extra_defines`` builds a variant with more ``-D`` values (a probe rung that leaves a
+    stage out on purpose): its result is wrong by design, so it is not checked (None)."""
     cp = gpu.cupy()
     spec = catalog.get(key)
     M, N, K = shape
@@ -80,6 +82,11 @@ def launch_once(key: str, params: dict | None, shape) -> float:
     B = verify.random_matrix((K, N) if spec.layout != "NT" else (N, K), spec.dtype)
     C = cp.empty((M, N), dtype=verify.np_dtype(spec.out_dtype))
     verify.poison(C)
+    if extra_defines:
+        L = launch.prepare(key, shape, extra_defines=extra_defines, **(params or {}))
+        L(A, B, C, M, N, K)
+        cp.cuda.Device().synchronize()
+        return None
     launch.gemm(key, A, B, C, **(params or {}))
     cp.cuda.Device().synchronize()
     return verify.check(C, verify.reference_gemm(A, B, spec.layout), spec.dtype, what=key)
