@@ -30,6 +30,10 @@ CONSTANTS: dict[str, dict[str, str]] = {
         "100 %": "the top of a percentage scale",
         "0 %": "the bottom of a percentage scale",
     },
+    "08_profiling.ipynb": {
+        "from 1% to 95% compute utilization": "the title of the article whose road map the book follows, "
+                                              "quoted in translation: its claim, not a measurement of this book",
+    },
 }
 
 _UNIT = (r"(?:TFLOP/s|GFLOP/s|TFLOPs|PFLOP/s|TB/s|GB/s|MB/s|GHz|MHz|µs|us\b|ms\b|ns\b|W\b|%|"
