@@ -15,6 +15,7 @@ chapters/  one module per chapter: its catalog entries and the calls its noteboo
     prose_ch08           chapter 8's prose values: every number its Markdown quotes, read from the records
     ch09_any_shape       any M, N, K (predication, padding), split-K, stream-K: catalog entries, measurements
     dispatcher_demo      chapter 9's live call of helpers.gemm on an odd shape (ch09_any_shape is full)
+    prose_ch09           chapter 9's prose values: every number its Markdown quotes, read from the records
     ch10_hopper          Hopper: TMA, wgmma, the mbarrier ring (sm_90a); names its last rung to chapter 9's runner
     ch11_pitfalls        appendix: broken kernels beside their fixes, each with the check that catches it
 colab      helpers.setup(), the first cell of every notebook: nothing outside Colab; on Colab the

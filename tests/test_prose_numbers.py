@@ -30,6 +30,10 @@ CONSTANTS: dict[str, dict[str, str]] = {
         "100 %": "the top of a percentage scale",
         "0 %": "the bottom of a percentage scale",
     },
+    "09_any_shape.ipynb": {
+        "more than 3 % faster": "the zoo's verdict line, set in code (helpers.models.anyshape.zoo_row: "
+                                "'within 3% of best'), not a measurement",
+    },
     "08_profiling.ipynb": {
         "from 1% to 95% compute utilization": "the title of the article whose road map the book follows, "
                                               "quoted in translation: its claim, not a measurement of this book",
