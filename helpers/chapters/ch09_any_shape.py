@@ -448,9 +448,8 @@ def show_plans(shapes=((1, 1, 1), (35, 79, 19), (4093, 4093, 4093), (512, 512, 3
                      "on sm_90": "the same" if h.name == p.name else f"{h.name}: {h.reason}"})
     show.table(rows, {"M, N, K": "M, N, K", "plan": "plan (no sm_90a kernel)", "why": "why",
                       "on sm_90": "plan on an H100/H200"},
-               f"The dispatcher's rules (helpers.models.anyshape.plan) for {sms} SMs "
-               f"({'this GPU' if gpu.live() else 'the H200'}): without chapter 10's kernel, and on an "
-               "H100/H200, where auto also chooses it. A model: no GPU involved.")
+               f"The dispatcher's rules (helpers.models.anyshape.plan) for a GPU of {sms} SMs: without "
+               "chapter 10's kernel, and on an H100/H200, where auto also chooses it. A model: no GPU involved.")
 
 
 def dispatcher_widget():
