@@ -377,7 +377,7 @@ def prose_values(shape=(4096, 4096, 4096)) -> dict:
     if not ladder:
         raise KeyError(f"chapter 7's ladder is not recorded (results/{results.DEFAULT_SLUG}-ladder.json)")
     return {
-        "wmma_ratio": _ratio("wmma_f16", shape), "wmma_bf16_ratio": _ratio("wmma_bf16", shape),
+        "wmma_ratio": _ratio("wmma_f16", shape),
         "wmma_best": max(sweep), "wmma_pad0": _ratio("wmma_f16", shape, PAD=0),
         "mma_ratio": _ratio("mma_sync_f16", shape),
         "cmp_tensor_wmma": r["tensor_pct"]["a"], "cmp_tensor_mma": r["tensor_pct"]["b"],
@@ -397,6 +397,5 @@ def prose_values(shape=(4096, 4096, 4096)) -> dict:
         "wmma_conflicts_st": int(m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"]),
         "bytes_per_flop_x": (1 / wm["BM"] + 1 / wm["BN"]) / (1 / mm["BM"] + 1 / mm["BN"]),
         "ladder_wmma": ladder[0]["ratio"], "ladder_mma_equal": ladder[1]["ratio"],
-        "ladder_default": ladder[-1]["ratio"],
         "ladder_equal_share": (ladder[1]["ratio"] - ladder[0]["ratio"]) / (ladder[-1]["ratio"] - ladder[0]["ratio"]),
     }

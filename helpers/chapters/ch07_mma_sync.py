@@ -458,22 +458,20 @@ def prose_values(shape=(4096, 4096, 4096)) -> dict:
         raise KeyError("the ladder or the ldmatrix counters are not recorded")
     swz = next(r["measured"] for r in ldsm["runs"] if r["label"] == "mma.sync, swizzled smem")
     f16, bf16 = probes["float16"], probes["bfloat16"]
-    out = {"mma_ratio": _ratio("mma_sync_f16", shape), "mma_bf16_ratio": _ratio("mma_sync_bf16", shape),
+    out = {"mma_ratio": _ratio("mma_sync_f16", shape),
            "wmma_ratio": _ratio("wmma_f16", shape), "swz0": _ratio("mma_sync_f16", shape, SWIZZLE=0),
            "pad0": _ratio("wmma_f16", shape, PAD=0), "group1": _ratio("mma_sync_f16", shape, GROUP_M=1),
            "ldgsts_extra": int(swz["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"]),
            "ldgsts_n": int(swz["sm__sass_inst_executed_op_ldgsts.sum"]),
            "probe_top": f16["rows"][-1]["ratio"], "probe_top_bf16": bf16["rows"][-1]["ratio"],
-           "probe_base": f16["rows"][0]["ratio"], "probe_base_bf16": bf16["rows"][0]["ratio"],
+           "probe_base": f16["rows"][0]["ratio"],
            "probe_store_us": 1000 * (f16["rows"][0]["ms"] - f16["rows"][1]["ms"]),
            "c_copy_us": shape[0] * shape[1] * 2 / (data["ceilings"]["copy_GBps"] * 1e3),
            "clock_median": f16["power"]["clock_MHz_median"], "clock_top": f16["power"]["clock_MHz_max_allowed"],
-           "power_max": f16["power"]["power_W_max"], "power_limit": f16["power"]["power_limit_W"],
            "capped_share": f16["power"]["power_capped_fraction"],
            "l2_mib": data["ceilings"]["spec"]["l2_bytes"] / 2 ** 20}
     out.update(swz_x=out["mma_ratio"] / out["swz0"], pad_x=out["wmma_ratio"] / out["pad0"],
                probe_share=out["probe_base"] / out["probe_top"])
-    out.update({f"ladder_{i}": r["ratio"] for i, r in enumerate(lad)})
     out.update({f"ladder_step_{i}": lad[i]["ratio"] - lad[i - 1]["ratio"] for i in range(1, len(lad))})
     out["ladder_equal_share"] = out["ladder_step_1"] / (lad[-1]["ratio"] - lad[0]["ratio"])
     p = catalog.get("mma_sync_f16").defaults
