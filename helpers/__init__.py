@@ -14,8 +14,10 @@ chapters/  one module per chapter: its catalog entries and the calls its noteboo
     ch06_wmma            WMMA; the layout and fp16-accumulator pitfalls (the kernels run here)
     ch07_mma_sync        mma.sync, ldmatrix, swizzle, multistage pipeline; the PROBE ladder (measured here)
     ch08_profiling       Nsight Compute panels of every heaven, the decision table, the measured roofline
+    prose_ch08           chapter 8's prose values: every number its Markdown quotes, read from the records
     ch09_any_shape       any M, N, K (predication, padding), split-K, stream-K: catalog entries, measurements
     dispatcher_demo      chapter 9's live call of helpers.gemm on an odd shape (ch09_any_shape is full)
+    prose_ch09           chapter 9's prose values: every number its Markdown quotes, read from the records
     ch10_hopper          Hopper: TMA, wgmma, the mbarrier ring (sm_90a); names its last rung to chapter 9's runner
     ch11_pitfalls        appendix: broken kernels beside their fixes, each with the check that catches it
 colab      helpers.setup(), the first cell of every notebook: nothing outside Colab; on Colab the

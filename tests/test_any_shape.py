@@ -133,3 +133,14 @@ def test_the_recorded_splitk_gains_stay_under_their_clock_cap():
                 < r["more SMs"] + 1e-9, r
         big = next(r for r in rows if r["M x N x K"] == "1024 x 1024 x 16384")
         assert big["more SMs"] == 4 and big["cap from the measured per-SM rate"] < 3.5
+
+
+def test_same_plan_spread_is_the_twice_measured_launch():
+    rows = [{"M": 1, "N": 2, "K": 3, "ratio": 1.0, "same plan again": 1.02},
+            {"M": 4, "N": 5, "K": 6, "ratio": 0.5, "same plan again": 0.45},
+            {"M": 7, "N": 8, "K": 9, "ratio": 0.8, "same plan again": None}]
+    s = model.same_plan_spread(rows)
+    assert s["n"] == 2 and s["median"] == pytest.approx(0.06) and s["max"] == pytest.approx(0.1)
+    assert s["max_shape"] == "4 x 5 x 6"
+    with pytest.raises(ValueError, match="rows"):
+        model.same_plan_spread(rows[2:])

@@ -15,7 +15,8 @@
    session, workplace, notes/ file or change history; a commit hash appears only in an
    output's provenance ("commit ..." before it), never in the prose, nor does a date.
    Kernel listings (``show.source``) are the kernel files themselves and are not scanned.
-   At most one collapsed "How this was measured" box (a dropdown) per chapter.
+   At most one collapsed "How this was measured" box (a dropdown) per chapter; other dropdowns
+   are named for their content.
 
 Each check is a function of one notebook returning its problems; the tests at the end plant
 each kind of problem in a temporary notebook and require the check to report it.
@@ -65,7 +66,8 @@ WORKSHOP = {
 COMMIT_HASH = re.compile(r"(?<![.\d])\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b")
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 PROVENANCE_WINDOW = 200          # characters before a hash in which "commit" must appear
-DROPDOWN = re.compile(r"\{dropdown\}|:class:\s*dropdown")
+MEASURED_BOX = re.compile(r"\{dropdown\}\s*How this was measured|\{admonition\}\s*How this was measured"
+                          r"[^\n]*\n:class:\s*dropdown")
 LISTING = re.compile(r'\s*show\.source\(')
 
 
@@ -182,9 +184,10 @@ def word_problems(nb) -> list[str]:
         if kind == "prose":
             out += [f"{where}: date {m.group(0)} in the prose (dates belong in provenance captions)"
                     for m in DATE.finditer(text)]
-    n = sum(len(DROPDOWN.findall(c.source)) for c in nb.cells if c.cell_type == "markdown")
+    n = sum(len(MEASURED_BOX.findall(c.source)) for c in nb.cells if c.cell_type == "markdown")
     if n > 1:
-        out.append(f"{n} dropdown boxes: at most one 'How this was measured' box per chapter")
+        out.append(f"{n} 'How this was measured' boxes: at most one per chapter (name other dropdowns for "
+                   "their content)")
     return out
 
 
@@ -299,7 +302,7 @@ def test_one_line_results_tables_and_figures_pass(tmp_path):
     "An earlier version of the tuner picked another configuration.",
     "Profiled at commit 0eeda88af011.",
     "Measured on 2026-11-29.",
-    ":::{dropdown} How this was measured\nA\n:::\n\n```{admonition} More\n:class: dropdown\nB\n```",
+    ":::{dropdown} How this was measured\nA\n:::\n\n```{admonition} How this was measured\n:class: dropdown\nB\n```",
 ])
 def test_a_planted_workshop_word_in_the_prose_is_caught(tmp_path, prose):
     assert word_problems(_notebook(tmp_path, [nbformat.v4.new_markdown_cell(prose)]))
@@ -311,7 +314,8 @@ def test_workshop_words_in_outputs_are_caught_and_provenance_passes(tmp_path):
     ok = _notebook(tmp_path, [
         nbformat.v4.new_markdown_cell("A seeded random sample; the issue rate; it commits a group of copies; "
                                       "an error of 1.1457457909016875e-06. A collapsed box:\n\n"
-                                      ":::{dropdown} How this was measured\nruns\n:::"),
+                                      ":::{dropdown} How this was measured\nruns\n:::\n\n"
+                                      ":::{dropdown} What the ladder cannot separate\nsteps\n:::"),
         _code("ch.show()", [_result("<IPython.core.display.Markdown object>", kind="display_data",
                                     **{"text/markdown": caption})]),
         _code('show.source("10_hopper.cu")', [_result("x", kind="display_data",

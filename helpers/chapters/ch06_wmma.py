@@ -15,7 +15,7 @@ from helpers.figures import profiling as prof_fig, show
 from helpers.models import counters, mma_sync
 from helpers.models.pipeline import emulate_wmma, round_to
 from helpers.models.precision import DEMO, fp16_sum_emulation
-from helpers.runtime import bench, catalog, gpu, launch, precision, results, verify
+from helpers.runtime import bench, catalog, gpu, launch, panels, precision, results, verify
 from helpers.runtime.catalog import Kernel, frozen_sweep, register
 
 from . import common
@@ -345,3 +345,57 @@ def show_ldsm_model(pads=(0, 8, 16), shape=(512, 512, 512)) -> None:
     rows = ldsm_rows(pads, shape)
     show.table(rows, list(rows[0]), "Model of the WMMA kernel's fragment loads (helpers/models/mma_sync.py), "
                f"M = N = K = {shape[0]}; a prediction, not a measurement.")
+
+
+# ------------------------------------------------------------------ numbers the prose quotes (MyST-NB glue)
+def _ratio(key: str, shape=(4096, 4096, 4096), **changes) -> float:
+    """The recorded ratio to cuBLAS of ``key`` at its shipped defaults with ``changes``
+    (results/<gpu>.json); KeyError naming the configuration when it is not recorded."""
+    spec = catalog.get(key)
+    p = {**spec.defaults, **changes}
+    rec = results.lookup(key, p, spec.dtype, list(shape))
+    if rec is None or rec.get("ratio") is None:
+        raise KeyError(f"{key} {p} at {list(shape)} is not recorded in results/{results.DEFAULT_SLUG}.json")
+    return rec["ratio"]
+
+
+def prose_values(shape=(4096, 4096, 4096)) -> dict:
+    """Every measured number chapter 6's prose quotes, read from the records only: the ratios to
+    cuBLAS of results/<gpu>.json (``wmma_*``, ``mma_ratio``), the recorded Nsight Compute panels of
+    WMMA and mma.sync compared per HMMA (``cmp_*``, :func:`counter_rows`; percentages in %,
+    stalls in cycles per instruction, ``*_x`` multiples), the shared-memory bank conflicts of
+    WMMA's panel by kind (``wmma_conflicts_ld`` / ``_st``, counts) and chapter 7's recorded ladder
+    (``ladder_*``, results/<gpu>-ladder.json). ``bytes_per_flop_x``: the operand bytes per FLOP
+    of WMMA's block tile over mma.sync's (1/BM + 1/BN, arithmetic). KeyError when a record is missing."""
+    r = counters.by_field(counter_rows(shape)[0])
+    wm, mm = catalog.get("wmma_f16").defaults, catalog.get("mma_sync_f16").defaults
+    sweep = [x["ratio"] for x in results.load()["runs"] if x["kernel"] == "wmma_f16" and x.get("ratio")
+             and list(x["shape"]) == list(shape)]
+    runs, _, _ = panels.recorded()
+    m = prof_fig.find_run(runs, "wmma_f16", shape)["metrics"]
+    ladder = (results.artifact("ladder") or {}).get("runs", {}).get("float16")
+    if not ladder:
+        raise KeyError(f"chapter 7's ladder is not recorded (results/{results.DEFAULT_SLUG}-ladder.json)")
+    return {
+        "wmma_ratio": _ratio("wmma_f16", shape),
+        "wmma_best": max(sweep), "wmma_pad0": _ratio("wmma_f16", shape, PAD=0),
+        "mma_ratio": _ratio("mma_sync_f16", shape),
+        "cmp_tensor_wmma": r["tensor_pct"]["a"], "cmp_tensor_mma": r["tensor_pct"]["b"],
+        "cmp_tensor_idle": 100 - r["tensor_pct"]["a"],
+        "cmp_duration_x": r["duration_us"]["a"] / r["duration_us"]["b"],
+        "cmp_inst_wmma": r["inst_per_op"]["a"], "cmp_inst_mma": r["inst_per_op"]["b"],
+        "cmp_inst_x": r["inst_per_op"]["a"] / r["inst_per_op"]["b"],
+        "cmp_waves_wmma": r["shared_waves_per_op"]["a"], "cmp_waves_mma": r["shared_waves_per_op"]["b"],
+        "cmp_conflict_pct": 100 * r["conflict_share"]["a"],
+        "cmp_fma_wmma": r["fma_pct"]["a"], "cmp_fma_mma": r["fma_pct"]["b"],
+        "cmp_l2_wmma": r["l2_pct"]["a"], "cmp_l2_tag_x": 1 / r["l2_tag_time"]["b"],
+        "cmp_l2_sector_x": 1 / r["l2_sector_time"]["b"],
+        "cmp_wait_wmma": r["stall:wait"]["a"], "cmp_wait_mma": r["stall:wait"]["b"],
+        "cmp_throttle_wmma": r["stall:math_pipe_throttle"]["a"],
+        "cmp_throttle_mma": r["stall:math_pipe_throttle"]["b"],
+        "wmma_conflicts_ld": int(m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"]),
+        "wmma_conflicts_st": int(m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"]),
+        "bytes_per_flop_x": (1 / wm["BM"] + 1 / wm["BN"]) / (1 / mm["BM"] + 1 / mm["BN"]),
+        "ladder_wmma": ladder[0]["ratio"], "ladder_mma_equal": ladder[1]["ratio"],
+        "ladder_equal_share": (ladder[1]["ratio"] - ladder[0]["ratio"]) / (ladder[-1]["ratio"] - ladder[0]["ratio"]),
+    }

@@ -435,14 +435,21 @@ def show_zoo(live_small: bool = True) -> None:
 
 def show_plans(shapes=((1, 1, 1), (35, 79, 19), (4093, 4093, 4093), (512, 512, 32768), (2176, 4096, 8192),
                        (4096, 4096, 4096), (30000, 64, 64))) -> None:
-    """The dispatcher's plan and its one-line reason for a few shapes (model only: no GPU
-    needed; C-contiguous inputs, so "aligned" means K % 8 == 0 and N % 8 == 0)."""
-    sms = rt.sm_count()
-    rows = [{"M, N, K": " x ".join(map(str, s)), "plan": (p := model.plan(*s, aligned=s[1] % 8 == 0 and s[2] % 8 == 0,
-                                                                            sms=sms)).name, "why": p.reason}
-            for s in shapes]
-    show.table(rows, ["M, N, K", "plan", "why"], f"The dispatcher's rules (helpers.models.anyshape.plan) for {sms} "
-               f"SMs ({'this GPU' if gpu.live() else 'the H200'}).")
+    """The dispatcher's plan and its one-line reason for a few shapes, twice: on a GPU without
+    chapter 10's sm_90a kernel (sm_80 to sm_89, and any GPU but sm_90) and on an H100/H200, where
+    ``auto`` may hand the shape to that kernel ("the same" where it does not). A model: no GPU
+    needed; C-contiguous inputs, so "aligned" means K % 8 == 0 and N % 8 == 0; this GPU's SMs, or
+    the H200's without one."""
+    sms, rows = rt.sm_count(), []
+    for s in shapes:
+        a = s[1] % 8 == 0 and s[2] % 8 == 0
+        p, h = model.plan(*s, aligned=a, sms=sms), model.plan(*s, aligned=a, sms=sms, hopper=True)
+        rows.append({"M, N, K": " x ".join(map(str, s)), "plan": p.name, "why": p.reason,
+                     "on sm_90": "the same" if h.name == p.name else f"{h.name}: {h.reason}"})
+    show.table(rows, {"M, N, K": "M, N, K", "plan": "plan (no sm_90a kernel)", "why": "why",
+                      "on sm_90": "plan on an H100/H200"},
+               f"The dispatcher's rules (helpers.models.anyshape.plan) for a GPU of {sms} SMs: without "
+               "chapter 10's kernel, and on an H100/H200, where auto also chooses it. A model: no GPU involved.")
 
 
 def dispatcher_widget():

@@ -230,7 +230,10 @@ def check_accumulators(dtype: str = "bfloat16", shape=(200, 520, 72)) -> str:
     return launch.check_owner(spec.key, shape)
 
 
-def show_pipeline(stages=(1, 2, 4), k_tiles: int = 12, t_load: float = 2.5) -> None:
+PIPE_T_LOAD = 2.5    # the pipeline model's load time, in k-tiles of wgmma (a parameter of the figure)
+
+
+def show_pipeline(stages=(1, 2, 4), k_tiles: int = 12, t_load: float = PIPE_T_LOAD) -> None:
     """The mbarrier ring as a model timeline for several STAGES (loads take ``t_load``
     units of one k-tile's wgmma): how many stages hide the copy latency."""
     for s in stages:
@@ -260,3 +263,32 @@ def show_refusals(shape=(4096, 4096, 4096)) -> None:
             raise AssertionError(f"{bad_p} {bad_s} was accepted")
         except ValueError as e:
             print(f"{bad_p or 'defaults'} on M, N, K = {bad_s}: refused before compiling: {e}")
+
+
+# ------------------------------------------------------------------ numbers the prose quotes (MyST-NB glue)
+def prose_values(shape=(4096, 4096, 4096)) -> dict:
+    """Every measured number chapter 10's prose quotes, from the records only: each rung's ratio
+    to cuBLAS at ``shape`` and at 8192^3 in both dtypes (results/<gpu>.json: ``r{n}_f16``,
+    ``r{n}_bf16``, ``r5_8192_f16``, ...), the Nsight Compute counters of the ladder
+    (results/<gpu>-hopper.json, bf16: ``r{n}_read_mb`` DRAM reads in MB, ``r{n}_tensor`` tensor pipe
+    active in %), chapter 7's mma-only ceiling (``probe_top``, extras.mma_sync_probes, fp16) and
+    the pipeline model's load time (``pipe_t_load``, k-tiles). KeyError when a record is missing."""
+    out = {"pipe_t_load": PIPE_T_LOAD}
+    for i, rung in enumerate(LADDER, 1):
+        for dt, sfx in (("float16", "f16"), ("bfloat16", "bf16")):
+            spec = catalog.get(key(rung, dt))
+            for s, tag in ((shape, ""), ((8192, 8192, 8192), "_8192")):
+                rec = results.lookup(spec.key, spec.defaults, dt, list(s))
+                if rec is None or rec.get("ratio") is None:
+                    raise KeyError(f"{spec.key} at {list(s)} is not recorded in results/{results.DEFAULT_SLUG}.json")
+                out[f"r{i}{tag}_{sfx}"] = rec["ratio"]
+    doc = results.artifact("hopper")
+    if not doc:
+        raise KeyError(f"results/{results.DEFAULT_SLUG}-hopper.json is not recorded")
+    for r in doc["runs"]:
+        i = LADDER.index(r["rung"]) + 1
+        out[f"r{i}_read_mb"] = r["measured"]["dram__bytes_read.sum"] / 1e6
+        out[f"r{i}_tensor"] = r["measured"][PIPE]
+    out["r1_read_x"] = out["r1_read_mb"] / out["r2_read_mb"]
+    out["probe_top"] = results.load()["extras"]["mma_sync_probes"]["float16"]["rows"][-1]["ratio"]
+    return out

@@ -264,6 +264,22 @@ def zoo_row(recs: list) -> dict:
             "hopper ratio": hop["ratio"] if hop else None, "records": recs}
 
 
+def same_plan_spread(rows: list) -> dict:
+    """The noise of the zoo's measurement: for each zoo row (:func:`zoo_row`) with a "same plan
+    again" record, |that ratio / the dispatcher's ratio - 1|, the same launch measured twice in
+    one run. Returns {"n", "median", "max" (fractions), "max_shape" ("M x N x K" of the largest)};
+    ValueError when no row has a second measurement."""
+    pairs = [(abs(r["same plan again"] / r["ratio"] - 1), r) for r in rows
+             if r.get("same plan again") and r.get("ratio")]
+    if not pairs:
+        raise ValueError("rows: no zoo row has a 'same plan again' measurement")
+    spread = sorted(x for x, _ in pairs)
+    n = len(spread)
+    median = spread[n // 2] if n % 2 else (spread[n // 2 - 1] + spread[n // 2]) / 2
+    top = max(pairs, key=lambda x: x[0])[1]
+    return {"n": n, "median": median, "max": spread[-1], "max_shape": f"{top['M']} x {top['N']} x {top['K']}"}
+
+
 def splitk_cap_rows(splitk: list, waves: dict) -> list:
     """For each shape of ``splitk`` (chapter 9's split-K records: "params"["strategy"], "shape",
     "splits", "over_no_split") the model's split against the SM count and the clock: SMs busy

@@ -1,0 +1,85 @@
+"""Chapter 9's prose values: every measured number its Markdown quotes, read from the records.
+
+A module of its own because ``helpers/chapters/ch09_any_shape.py`` is near the 500-line limit;
+it belongs to chapter 9's page (its glue cell calls :func:`prose_values`) and reads only
+``results/h200-anyshape.json``, ``results/h200.json`` and the models: nothing is measured here.
+"""
+from __future__ import annotations
+
+from helpers.models import anyshape as model
+from helpers.runtime import results
+
+SMS = 132                  # the recorded H200's SMs (results/h200.json, ceilings.spec.sms)
+
+
+def _odd(doc: dict, dtype: str, shape, title: str) -> dict:
+    rec = next((r for r in doc["odd"] if r["dtype"] == dtype and r["shape"] == list(shape) and r["title"] == title),
+               None)
+    if rec is None:
+        raise KeyError(f"odd shapes: no {title!r} record of {dtype} at {list(shape)} in results/h200-anyshape.json")
+    return rec
+
+
+def _span(values) -> tuple[float, float]:
+    v = [x for x in values if x is not None]
+    if not v:
+        raise KeyError("no recorded value for a range the prose quotes")
+    return min(v), max(v)
+
+
+def _waves(M: int, N: int, sms: int) -> dict:
+    return model.waves(model.tiles(M, N, model.CFG), sms)
+
+
+def prose_values() -> dict:
+    """Every measured number of chapter 9's Markdown (ratios to cuBLAS unless named otherwise;
+    ``*_us`` in µs, ``*_ms`` in ms, ``*_mhz`` in MHz, ``*_w`` in W, fractions for shares), from
+    the recorded sections of results/<gpu>-anyshape.json (odd shapes, split-K, waves and their
+    control, the zoo), the board's power limit in results/<gpu>.json, and the wave model
+    (:func:`helpers.models.anyshape.waves`). KeyError when a record is missing."""
+    doc = results.artifact("anyshape")
+    if not doc:
+        raise KeyError("results/<gpu>-anyshape.json is not recorded")
+    big, odd, sq = (4096, 4096, 4096), (4093, 4093, 4093), (512, 512, 32768)
+    f16 = [r for r in doc["odd"] if r["dtype"] == "float16"]
+    out = {}
+    out["cublas_odd_lo"], out["cublas_odd_hi"] = _span(r["reference_value"] for r in f16 if r["shape"] == list(odd))
+    out["cublas_big_lo"], out["cublas_big_hi"] = _span(r["reference_value"] for r in f16 if r["shape"] == list(big))
+    out["direct_ratio"] = _odd(doc, "float16", big, "direct")["ratio"]
+    for name in ("regs", "repack", "padding"):
+        out[f"{name}_of_aligned"] = _odd(doc, "float16", odd, name)["of_aligned"]
+    both = [r for r in doc["odd"] if r["shape"] == list(odd)]
+    out["hopper_odd_lo"], out["hopper_odd_hi"] = _span(r["ratio"] for r in both if "hopper" in r["title"])
+    out["padding_odd_lo"], out["padding_odd_hi"] = _span(r["ratio"] for r in both if r["title"] == "padding")
+    hop_big = _odd(doc, "float16", big, "hopper")
+    out["hopper_min_us"] = 2 * model.HOPPER_MIN_MNK / (hop_big["value"] * 1e12) * 1e6
+
+    split = doc["splitk_float16"] + doc["splitk_bfloat16"]
+    # the model's split count on each loop, two-pass: strategies "hopper_splitk" and "splitk"
+    out["hopper_splitk_lo"], out["hopper_splitk_hi"] = _span(r["ratio"] for r in split
+                                                             if r["params"]["strategy"] == "hopper_splitk")
+    out["direct_splitk_lo"], out["direct_splitk_hi"] = _span(r["ratio"] for r in split
+                                                             if r["params"]["strategy"] == "splitk")
+    call = next(r for r in doc["splitk_float16"] if r["shape"] == list(sq) and r["title"].startswith("hopper +"))
+    out["hopper_call_us"] = call["ms"] * 1e3
+
+    w = doc["waves"]
+    ctl = {c["busy SMs"]: c for c in w["control"]}
+    lo, hi = min(ctl), max(ctl)
+    mid = sorted(ctl)[-2]
+    out.update(wave_ms=ctl[lo]["ms"], top_mhz=ctl[lo]["SM clock (MHz, median)"],
+               mid_sms=mid, mid_mhz=ctl[mid]["SM clock (MHz, median)"],
+               full_mhz=ctl[hi]["SM clock (MHz, median)"],
+               per_sm_gain=ctl[lo]["TFLOP/s per SM"] / ctl[hi]["TFLOP/s per SM"] - 1,
+               power_limit_w=results.load()["extras"]["mma_sync_probes"]["float16"]["power"]["power_limit_W"])
+    ragged = _waves(2176, 4096, SMS)
+    out.update(naive_eff=ragged["efficiency"], ragged_waves=ragged["waves"],
+               lw_4096=_waves(4096, 4096, SMS)["last_wave_full"], lw_8192=_waves(8192, 8192, SMS)["last_wave_full"])
+    small = _waves(2176, 256, 8)
+    out.update(small_waves=small["waves"], small_last=small["last_wave_full"])
+
+    noise = model.same_plan_spread(doc["zoo"])
+    tiny = next(r for r in doc["zoo"] if (r["M"], r["N"], r["K"]) == (64, 64, 64))
+    out.update(noise_median=noise["median"], noise_max=noise["max"], noise_max_shape=noise["max_shape"],
+               cublas_tiny_us=2 * 64 ** 3 / (tiny["cuBLAS TFLOP/s"] * 1e12) * 1e6)
+    return out
