@@ -107,19 +107,23 @@ def test_both_switches_default_on_without_a_register_cap():
 
 
 def test_chapter8_quotes_both_builds_counters():
-    """Chapter 8's note on the lagging FP32 recordings: registers and issue rate of the shipped
-    build (results/h200-ncu-tuned.json) and of the cuBLAS comparison's (results/h200-ncu-cublas.json)."""
+    """Chapter 8's note on the FP32 profiles of two builds: the glued registers and issue rates
+    are those of the shipped build (results/h200-ncu-tuned.json) and of the cuBLAS comparison's
+    build (results/h200-ncu-cublas.json), and the prose quotes them by those glue names."""
+    from helpers.chapters import prose_ch08
     tuned, blas = results.artifact("ncu-tuned"), results.artifact("ncu-cublas")
     if tuned is None or blas is None:
         pytest.skip("an Nsight Compute record is missing")
     ship = next(r["metrics"] for r in tuned["runs"] if r["key"] == "cp_async" and r["role"] == "default")
     old = next(r["metrics"] for r in blas["runs"] if r.get("key") == "cp_async")
-    nb = nbformat.read(NB.parent / "08_profiling.ipynb", as_version=4)
-    text = " ".join(next(c.source for c in nb.cells if c.cell_type == "markdown"
-                         and c.source.startswith("### The winner's panel")).split())
+    v = prose_ch08.prose_values()
     issue = "sm__inst_issued.avg.pct_of_peak_sustained_active"
-    assert (f"shipped build uses {ship['launch__registers_per_thread']:.0f} registers and issues in "
-            f"about {ship[issue]:.0f} % of its slots") in text
-    assert (f"cuBLAS comparison uses {old['launch__registers_per_thread']:.0f} and issues in "
-            f"about {old[issue]:.0f} %") in text
+    assert v["regs_shipped"] == round(ship["launch__registers_per_thread"])
+    assert v["issue_shipped"] == pytest.approx(ship[issue])
+    assert v["regs_cmp"] == round(old["launch__registers_per_thread"])
+    assert v["issue_cmp"] == pytest.approx(old[issue], abs=0.05)      # the comparison keeps one decimal
+    nb = nbformat.read(NB.parent / "08_profiling.ipynb", as_version=4)
+    text = " ".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    for name in ("regs_shipped", "issue_shipped", "regs_cmp", "issue_cmp"):
+        assert f"{{glue:text}}`{name}" in text, name
     assert ship[issue] < old[issue] and ship["gpu__time_duration.sum"] < old["gpu__time_duration.sum"]
