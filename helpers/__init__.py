@@ -73,5 +73,5 @@ runtime/   compile, check, launch, verify, time, record (no chapter knowledge: n
                          (results/<gpu>-tuning.json), or its fastest timed configuration that fits
 """
 from . import chapters  # noqa: F401  (registers every chapter's kernels in runtime.catalog)
-from .colab import setup  # noqa: F401,E402  (helpers.setup(): the first cell of every notebook)
+from .colab import setup  # noqa: F401  (helpers.setup(): the first cell of every notebook)
 from .runtime.anyshape import gemm  # noqa: F401  (C = A @ B for any shape: chapter 9's dispatcher)

@@ -29,8 +29,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import helpers  # noqa: E402,F401  (fills the catalog)
-from helpers.runtime import bench, catalog, gpu, launch, results  # noqa: E402
+import helpers  # noqa: F401  (fills the catalog)
+from helpers.runtime import bench, catalog, gpu, launch, results
 
 KEY = "cp_async"
 FLAGS = ("SERPENTINE", "FAST_INTERIOR")

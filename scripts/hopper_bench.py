@@ -38,9 +38,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import helpers  # noqa: E402,F401  (fills the catalog)
-from helpers.chapters import ch10_hopper as ch  # noqa: E402
-from helpers.runtime import bench, catalog, gpu, launch, verify  # noqa: E402
+import helpers  # noqa: F401  (fills the catalog)
+from helpers.chapters import ch10_hopper as ch
+from helpers.runtime import bench, catalog, gpu, launch, verify
 
 DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 

@@ -34,9 +34,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import helpers  # noqa: E402,F401  (fills the catalog)
-from helpers.models import counters  # noqa: E402
-from helpers.runtime import catalog, ncu as ncu_tool, panels  # noqa: E402
+import helpers  # noqa: F401  (fills the catalog)
+from helpers.models import counters
+from helpers.runtime import catalog, ncu as ncu_tool, panels
 
 SECTIONS = tuple(ncu_tool.PANEL_SECTIONS) + ("LaunchStats", "InstructionStats")
 EXTRA = [counters.LSU_PCT, counters.L1_WAVE_PCT, counters.MIO_PCT, counters.CYCLES, counters.SMS,

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import helpers  # noqa: E402,F401  (fills the catalog)
-from helpers.chapters import ch07_mma_sync as ch  # noqa: E402
-from helpers.runtime import gpu, results  # noqa: E402
+import helpers  # noqa: F401  (fills the catalog)
+from helpers.chapters import ch07_mma_sync as ch
+from helpers.runtime import gpu, results
 
 SHAPE = (4096, 4096, 4096)
 

@@ -32,9 +32,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import helpers  # noqa: E402,F401  (fills the catalog)
-from helpers.chapters import ch11_pitfalls as ch  # noqa: E402
-from helpers.runtime import gpu, isolated, results  # noqa: E402
+import helpers  # noqa: F401  (fills the catalog)
+from helpers.chapters import ch11_pitfalls as ch
+from helpers.runtime import gpu, isolated, results
 
 
 def sanitizer_version() -> str | None:
@@ -44,7 +44,7 @@ def sanitizer_version() -> str | None:
     try:
         out = subprocess.run([san, "--version"], capture_output=True, text=True, timeout=60).stdout
         return " ".join(ln.strip() for ln in out.splitlines() if "ersion" in ln) or out.strip()[:200]
-    except Exception as e:       # noqa: BLE001  (a version string is provenance, not a requirement)
+    except Exception as e:
         return f"unknown ({type(e).__name__})"
 
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from helpers.runtime import bench, catalog, gpu, results, roofline, sweep, timing, verify  # noqa: E402
+from helpers.runtime import bench, catalog, gpu, results, roofline, sweep, timing, verify
 
 GEMM_SHAPE = (4096, 4096, 4096)
 T_SHAPE = (4096, 4096)

@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from helpers.figures import show  # noqa: E402
+from helpers.figures import show
 
 CELL = re.compile(r'show\.source\("([^"]+)"(?:, "([^"]+)")?\)\s*')
 

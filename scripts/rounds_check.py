@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from helpers.runtime import bench, gpu  # noqa: E402
+from helpers.runtime import bench, gpu
 
 SHAPE = (4096, 4096, 4096)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from helpers.runtime import catalog, gpu, launch, verify  # noqa: E402
+from helpers.runtime import catalog, gpu, launch, verify
 
 GEMM = [(130, 100, 70), (256, 256, 64), (35, 79, 19), (200, 264, 136)]
 TRANSPOSE = [(130, 100), (256, 256), (35, 79)]

@@ -17,10 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import helpers  # noqa: E402,F401  (fills the catalog)
-from helpers.chapters import ch09_any_shape as ch  # noqa: E402
-from helpers.models import anyshape as model  # noqa: E402
-from helpers.runtime import anyshape as rt, bench, gpu, launch  # noqa: E402
+import helpers  # noqa: F401  (fills the catalog)
+from helpers.chapters import ch09_any_shape as ch
+from helpers.models import anyshape as model
+from helpers.runtime import anyshape as rt, bench, gpu, launch
 
 
 def host_and_gpu(plan, shape, calls: int = 50, cached: bool = True) -> str:

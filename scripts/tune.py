@@ -26,9 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import helpers  # noqa: E402,F401  (fills the catalog)
-from helpers.chapters.ch08_profiling import TUNE_SHARED_EFF  # noqa: E402
-from helpers.runtime import gpu, results, tune  # noqa: E402
+import helpers  # noqa: F401  (fills the catalog)
+from helpers.chapters.ch08_profiling import TUNE_SHARED_EFF
+from helpers.runtime import gpu, results, tune
 
 
 def accuracy(slug: str = "h200") -> list:

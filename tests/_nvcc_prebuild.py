@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from helpers.runtime import compile as kc  # noqa: E402
+from helpers.runtime import compile as kc
 
 
 def main() -> None:

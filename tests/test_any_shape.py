@@ -122,7 +122,6 @@ def test_the_recorded_splitk_gains_stay_under_their_clock_cap():
     1024 x 1024 x 16384 (the cap from the recorded wave control is below 4), and every measured
     split-K gain stays under its cap."""
     import json
-    from helpers.chapters import ch09_any_shape as ch
     from helpers.runtime import results
     d = json.loads((results.RESULTS_DIR / "h200-anyshape.json").read_text())
     for dt in ("float16", "bfloat16"):

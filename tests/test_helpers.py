@@ -1,5 +1,4 @@
 """Layer 1: unit tests of helpers/ that need no GPU."""
-import itertools
 import json
 
 import numpy as np

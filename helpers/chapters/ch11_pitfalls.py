@@ -318,9 +318,14 @@ def timing_run(shape=(2048, 2048, 2048)) -> dict:
     run = lambda: L(A, B, C, M, N, K)                 # noqa: E731
     run()
     cp.cuda.Device().synchronize()
-    t0 = time.perf_counter(); run(); nosync = (time.perf_counter() - t0) * 1e3
+    t0 = time.perf_counter()
+    run()
+    nosync = (time.perf_counter() - t0) * 1e3
     cp.cuda.Device().synchronize()
-    t0 = time.perf_counter(); run(); cp.cuda.Device().synchronize(); withsync = (time.perf_counter() - t0) * 1e3
+    t0 = time.perf_counter()
+    run()
+    cp.cuda.Device().synchronize()
+    withsync = (time.perf_counter() - t0) * 1e3
     ev = timing.time_ms(run)
     fl = timing.gemm_flops(M, N, K)
     rows = [{"how": "host clock around the launch, no synchronize", "ms": nosync},

@@ -104,7 +104,7 @@ def figure(recs: list, ceil: dict, title: str = "Roofline", measured: dict | Non
         drawn_measured = drawn_measured or bool(i_m)
     where = ceil.get("where", "")
     if away:
-        where += (f"; left out, recorded on another GPU (this one cannot run them): "
+        where += ("; left out, recorded on another GPU (this one cannot run them): "
                   + ", ".join(r["kernel"] for r in away))
     fig.update_layout(
         title=dict(text=f"{title}<br><sup>{where}</sup>", x=0.01),

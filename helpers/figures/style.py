@@ -380,12 +380,4 @@ def polish(fig: dict) -> dict:
     return lay
 
 
-def polish_figure(fig):
-    """:func:`polish` for a ``plotly.graph_objects.Figure`` (returns a new Figure)."""
-    import plotly.graph_objects as go
-    d = fig.to_plotly_json() if hasattr(fig, "to_plotly_json") else dict(fig)
-    polish(d)
-    return go.Figure(d)
-
-
 template()      # every figure made after `import helpers.figures.style` starts from it

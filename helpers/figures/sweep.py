@@ -49,10 +49,13 @@ def figure(recs: list, names=None, title: str = ""):
         return s
 
     best = max(range(len(recs)), key=lambda i: vals[i])
-    colors = lambda i: [style.SELECTED if j == i else (style.BAR if recs[j]["value"] is not None
-                                                       else style.NOT_RECORDED) for j in range(len(recs))]
+    def colors(i):
+        return [style.SELECTED if j == i else (style.BAR if recs[j]["value"] is not None else style.NOT_RECORDED)
+                for j in range(len(recs))]
     wh = where(recs)
-    head = lambda i: (f"{title}: {labels[i]} -> {info(recs[i])}<br><sup>{wh}</sup>")
+
+    def head(i):
+        return f"{title}: {labels[i]} -> {info(recs[i])}<br><sup>{wh}</sup>"
     fig = go.Figure(go.Bar(x=labels, y=vals, marker_color=colors(best), showlegend=False,
                            marker_pattern_shape=["/" if r.get("unable") else "" for r in recs],
                            hovertext=[info(r) for r in recs], hoverinfo="x+text"))

@@ -174,7 +174,7 @@ def owner_warptile(p: dict, shape) -> np.ndarray:
     """Owner of C[i, j] in sgemm_warptile, sgemm_warptile_db and sgemm_cp_async:
     the block whose raster position (:func:`block_raster`) is tile
     (i // BM, j // BN), thread :func:`warptile_layout` ``["thread"]`` at (i % BM, j % BN)."""
-    M, N = shape[0], shape[1]
+    N = shape[1]
     BM, BN = p["BM"], p["BN"]
     tn_ = cdiv(N, BN)
     tiles = block_raster(p, shape)

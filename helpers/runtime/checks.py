@@ -42,14 +42,6 @@ def multiple_of(name: str, value: int, m: int, why: str = "") -> Rule:
     return (value % m == 0, name, value, f"must be a multiple of {m}" + (f" ({why})" if why else ""))
 
 
-def power_of_two(name: str, value: int) -> Rule:
-    return (value > 0 and value & (value - 1) == 0, name, value, "must be a power of two")
-
-
-def one_of(name: str, value, choices) -> Rule:
-    return (value in choices, name, value, f"must be one of {tuple(choices)}")
-
-
 def check_array(name: str, x, dtype: str, shape=None, align: int = 16) -> None:
     """Check a device array before a launch.
 

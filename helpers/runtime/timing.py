@@ -51,7 +51,10 @@ def time_ms(fn, *, warmup: int = 3, repeat: int | None = None, budget_ms: float 
     cp.cuda.get_current_stream().synchronize()
     if repeat is None:
         s, e = cp.cuda.Event(), cp.cuda.Event()
-        s.record(); fn(); e.record(); e.synchronize()
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
         one = max(cp.cuda.get_elapsed_time(s, e), 1e-3)
         repeat = int(min(max_repeat, max(min_repeat, budget_ms / one)))
     starts = [cp.cuda.Event() for _ in range(repeat)]
@@ -156,14 +159,17 @@ def rule_demos(M: int = 4096, N: int = 4096, K: int = 4096) -> list[dict]:
         first_box["ms"] = (time.perf_counter() - t0) * 1e3
 
     th = threading.Thread(target=first_call)
-    th.start(); th.join()
+    th.start()
+    th.join()
     first = first_box["ms"]
     honest = time_ms(cublas_gemm(A, B, C))["ms"]
     cp.cuda.Device().synchronize()
-    t0 = time.perf_counter(); cp.matmul(A, B, out=C); t1 = time.perf_counter()
+    t0 = time.perf_counter()
+    cp.matmul(A, B, out=C)
+    t1 = time.perf_counter()
     nosync = (t1 - t0) * 1e3
     cp.cuda.Device().synchronize()
-    Z = cp.zeros_like(A); Zb = cp.zeros_like(B)
+    Z, Zb = cp.zeros_like(A), cp.zeros_like(B)
     zeros = time_ms(cublas_gemm(Z, Zb, C))["ms"]
     honest2 = time_ms(cublas_gemm(A, B, C))["ms"]
     h = tflops(fl, min(honest, honest2))
