@@ -83,3 +83,40 @@ def show_timings(shape=(4096, 4096, 4096)) -> list:
         print(f"vec4 is {vec['value'] / base['value']:.2f}x the best heaven-1 kernel; "
               f"kmajor is {km['value'] / base['value']:.2f}x")
     return recs
+
+
+# ------------------------------------------------------------------ the control of vec4
+CONTROL = ("naive_yfirst", "strip4", "vec4")   # one output; four outputs, scalar loads; four, float4
+
+
+def control_rows(p=None, shape=(4096, 4096, 4096)) -> list:
+    """Per kernel of :data:`CONTROL`: outputs per thread, load instructions per FMA and
+    32-byte sectors per FMA of one warp at one k step (:mod:`helpers.models.mapping`; a model)."""
+    p = p or {"BLOCK_X": 32, "BLOCK_Y": 8}
+    fmas = {"naive_yfirst": 1, "strip4": 4, "vec4": 16}        # FMAs per lane per modelled step
+    rows = []
+    for key in CONTROL:
+        loads = mapping.warp_loads(key, p, shape)
+        rows.append({"kernel": key, "outputs per thread": 1 if key == "naive_yfirst" else 4,
+                     "load instructions per FMA": round(len(loads) / fmas[key], 4),
+                     "sectors per FMA": round(mapping.sectors_per_fma(key, p), 4)})
+    return rows
+
+
+def show_control(shape=(4096, 4096, 4096)) -> list:
+    """The control of vec4's two changes, measured (or read) in one run against one cuBLAS
+    reference: the naive kernel, four outputs per thread with scalar loads (strip4), and vec4;
+    the model rows of :func:`control_rows`; one line with the two factors (strip4 over the naive
+    kernel: more outputs per thread; vec4 over strip4: float4 loads). Returns the records. A wrong
+    result raises in :func:`helpers.runtime.bench.gemm` (an AssertionError)."""
+    rows = control_rows(shape=shape)
+    show.table(rows, list(rows[0]), "Loads and sectors per FMA of one warp at one k step (model of the "
+               "kernels' index arithmetic; not a measurement).")
+    recs = bench.gemm(list(CONTROL), shape)
+    common.show_records(recs, f"vec4's two changes timed apart, fp32, {common.mnk(shape)}.")
+    base, strip, vec = recs
+    if base["value"] and strip["value"] and vec["value"]:
+        print(f"four outputs per thread (strip4 / naive): {strip['value'] / base['value']:.2f}x; "
+              f"float4 loads on top (vec4 / strip4): {vec['value'] / strip['value']:.2f}x")
+    return recs
+
