@@ -73,7 +73,7 @@ KEYS = [k for k, s in catalog.KERNELS.items() if not _pitfall(s)]
 def _expected(spec, shape, params) -> str:
     """What the catalog's rules say ``shape`` gets at ``params``: "ok" or "refused"."""
     try:
-        spec.validate(spec.params(params), shape, smem_limit=gpu.device_info()["smem_per_block_optin"])
+        spec.validate(spec.params(**params), shape, smem_limit=gpu.device_info()["smem_per_block_optin"])
     except ValueError:
         return "refused"
     return "ok"
