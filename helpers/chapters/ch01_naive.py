@@ -8,7 +8,7 @@ from __future__ import annotations
 from helpers.figures import show
 from helpers.models import mapping
 from helpers.models.raster import cdiv
-from helpers.runtime import bench
+from helpers.runtime import bench, panels
 from helpers.runtime.catalog import Kernel, register
 
 from . import common
@@ -71,5 +71,32 @@ def prose_values() -> dict:
     4096^3 fp32 (never measured): ``naive_x_ratio`` and ``naive_y_ratio`` (ratio to cuBLAS),
     ``naive_speedup`` (y-first TFLOP/s over x-first's) and ``naive_x_ms`` (one x-first run, ms)."""
     x, y = common.recorded_run("naive_xfirst"), common.recorded_run("naive_yfirst")
-    return {"naive_x_ratio": x["ratio"], "naive_y_ratio": y["ratio"], "naive_speedup": y["value"] / x["value"],
-            "naive_x_ms": x["ms"]}
+    out = {"naive_x_ratio": x["ratio"], "naive_y_ratio": y["ratio"], "naive_speedup": y["value"] / x["value"],
+           "naive_x_ms": x["ms"]}
+    for name, row in zip(("x", "y"), coalescing_rows()[0]):
+        out[f"naive_{name}_spr"] = row["sectors per request"]
+        out[f"naive_{name}_dram_gb"] = row["DRAM read (GB)"]
+    out.update({f"naive_{n}_model_spr": (r["sectors per warp load of A"] + r["of B"]) / 2
+                for n, r in zip(("x", "y"), sector_rows())})
+    return out
+
+
+def coalescing_rows() -> tuple[list, str]:
+    """([row per kernel of :data:`NAIVE`], where): what Nsight Compute counted in one launch at
+    4096^3 (``results/<gpu>-ncu-controls.json``): 32-byte sectors per global load request, the
+    L1 and L2 hit rates (%) and the bytes read from DRAM (GB). KeyError when not recorded."""
+    rows, where = [], ""
+    for key in NAIVE:
+        m, where = panels.control(key)
+        rows.append({"kernel": key, "sectors per request": round(panels.sectors_per_request(m), 2),
+                     "L1 hit %": round(m["l1tex__t_sector_hit_rate.pct"], 1),
+                     "L2 hit %": round(m["lts__t_sector_hit_rate.pct"], 1),
+                     "DRAM read (GB)": round(m["dram__bytes_read.sum"] / 1e9, 2)})
+    return rows, where
+
+
+def show_coalescing_counters() -> None:
+    """The table of :func:`coalescing_rows`, captioned with where it was recorded."""
+    rows, where = coalescing_rows()
+    show.table(rows, list(rows[0]), f"Nsight Compute, one launch of each kernel at 4096^3, global loads "
+               f"({where}).")

@@ -120,3 +120,13 @@ def show_control(shape=(4096, 4096, 4096)) -> list:
               f"float4 loads on top (vec4 / strip4): {vec['value'] / strip['value']:.2f}x")
     return recs
 
+
+def prose_values() -> dict:
+    """{name: value} the prose glues, from the H200's records at the defaults, 4096^3 fp32 (never
+    measured): the ratios to cuBLAS of :data:`CONTROL` (``ctl_naive``, ``ctl_strip4``, ``ctl_vec4``)
+    and the two factors ``strip_x`` (strip4 over naive) and ``float4_x`` (vec4 over strip4),
+    each record against its own cuBLAS. KeyError when one is not recorded."""
+    r = {k: common.recorded_run(k)["ratio"] for k in CONTROL}
+    return {"ctl_naive": r["naive_yfirst"], "ctl_strip4": r["strip4"], "ctl_vec4": r["vec4"],
+            "strip_x": r["strip4"] / r["naive_yfirst"], "float4_x": r["vec4"] / r["strip4"]}
+

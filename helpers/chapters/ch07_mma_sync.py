@@ -9,6 +9,8 @@ WMMA to this chapter's defaults one parameter at a time, timed against cuBLAS in
 """
 from __future__ import annotations
 
+import json
+
 from helpers.figures import fragments as fragments_fig, probes as probes_fig, show
 from helpers.models import mma_sync, raster
 from helpers.models.mma_sync import MMA_TEACHING, WMMA_NCU, predict_ncu_mma_sync, predict_ncu_wmma_ldsm
@@ -472,6 +474,14 @@ def prose_values(shape=(4096, 4096, 4096)) -> dict:
            "l2_mib": data["ceilings"]["spec"]["l2_bytes"] / 2 ** 20}
     out.update(swz_x=out["mma_ratio"] / out["swz0"], pad_x=out["wmma_ratio"] / out["pad0"],
                probe_share=out["probe_base"] / out["probe_top"])
+    ctl = {(r["key"], json.dumps(r.get("extra_defines") or {})): r["metrics"]
+           for r in (results.artifact("ncu-controls") or {}).get("runs", [])}
+    rung = ctl[("mma_sync_f16", json.dumps({"PROBE": 4}))]          # scripts/ncu_panels.py --controls
+    tensor = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+    out.update(rung_tensor_pct=rung[tensor], kernel_tensor_pct=ctl[("mma_sync_f16", "{}")][tensor],
+               rung_clock=rung["sm__cycles_elapsed.avg.per_second"] / 1e6,
+               clock_room=out["clock_top"] / (rung["sm__cycles_elapsed.avg.per_second"] / 1e6),
+               probe_gap=1 / out["probe_top"])
     out.update({f"ladder_step_{i}": lad[i]["ratio"] - lad[i - 1]["ratio"] for i in range(1, len(lad))})
     out["ladder_equal_share"] = out["ladder_step_1"] / (lad[-1]["ratio"] - lad[0]["ratio"])
     p = catalog.get("mma_sync_f16").defaults

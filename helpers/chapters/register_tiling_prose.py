@@ -95,4 +95,7 @@ def prose_values() -> dict:
     out["ca_conflicts_m"] = m[f"{CONFLICTS}.sum"] / 1e6
     out["ca_conflicts_ld"], out["ca_conflicts_st"] = m[f"{CONFLICTS}_op_ld.sum"], m[f"{CONFLICTS}_op_st.sum"]
     out["ca_conflict_pct"] = run["panel"]["conflict_share"] * 100
+    ctl, _ = panels.control("cp_async")            # the same kernel, the copies' conflicts counted apart
+    out["ca_ctl_ldgsts_m"] = ctl[f"{CONFLICTS}_op_ldgsts.sum"] / 1e6
+    out["ca_ctl_all_m"] = ctl[f"{CONFLICTS}.sum"] / 1e6
     return {k: v for k, v in out.items() if v is not None}

@@ -33,6 +33,7 @@ from . import catalog, gpu, launch, ncu as ncu_tool, results, verify
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "ncu_panels.py"
 ARTIFACT = "ncu-panels"
 TUNED_ARTIFACT = "ncu-tuned"      # scripts/ncu_panels.py --tuned: each tuned kernel's winner and shipped default
+CONTROLS_ARTIFACT = "ncu-controls"  # scripts/ncu_panels.py --controls: the launches the chapters' claims rest on
 
 # Counters the panel reads beyond what the four sections collect (kept when the
 # sections already have them: ncu collects each metric once). Unknown ones are
@@ -188,6 +189,23 @@ def recorded(slug: str = results.DEFAULT_SLUG, name: str = ARTIFACT) -> tuple[li
     runs = [{**r, "panel": diagnosis.panel(r["metrics"]), "source": "recorded", "where": where}
             for r in doc.get("runs", [])]
     return runs, doc, where
+
+
+def control(key: str, extra_defines: dict | None = None, slug: str = results.DEFAULT_SLUG) -> tuple[dict, str]:
+    """(raw metrics, where) of the recorded control launch of ``key`` (default parameters) built
+    with ``extra_defines`` (None: the kernel as shipped), from ``results/<slug>-ncu-controls.json``.
+    KeyError when that launch is not recorded."""
+    runs, _, where = recorded(slug, CONTROLS_ARTIFACT)
+    for r in runs:
+        if r["key"] == key and (r.get("extra_defines") or None) == (extra_defines or None):
+            return r["metrics"], where
+    raise KeyError(f"{key} {extra_defines or ''}: no recorded control launch ({where})")
+
+
+def sectors_per_request(metrics: dict) -> float:
+    """32-byte sectors per global load request (one warp-wide load instruction) of a launch."""
+    return (metrics["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
+            / metrics["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"])
 
 
 def get(key: str, shape=(4096, 4096, 4096), live: bool | None = None) -> dict:
