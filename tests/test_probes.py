@@ -1,5 +1,6 @@
 """helpers/runtime/probes.py without a GPU: argument checks, the recorded path, the
-figure and the power sentence; the PROBE builds compile (nvcc, no GPU)."""
+figure and the power sentence; the PROBE builds (kernels/experiments/07_mma_probe.cu)
+compile (nvcc, no GPU)."""
 import pytest
 
 from helpers.figures import probes as probes_fig
@@ -54,5 +55,14 @@ def test_probe_figure_and_power_note():
 @pytest.mark.parametrize("probe", [n for n, _, _ in probes.LADDER[1:]])
 def test_probe_builds_compile_without_spills(probe):
     spec = catalog.get("mma_sync_f16")
-    r = kc.nvcc_check(spec.file, spec.entry, {**spec.defines(spec.defaults), "PROBE": probe})
+    file, entry = spec.build_target({"PROBE": probe})          # the experiment file of the ladder
+    assert (file, entry) == ("experiments/07_mma_probe.cu", "gemm_mma_probe")
+    r = kc.nvcc_check(file, entry, {**spec.defines(spec.defaults), "PROBE": probe})
     assert r["spill_stores"] == 0 and r["spill_loads"] == 0, r
+
+
+def test_the_teaching_kernel_has_no_probe_switches():
+    """The probe ladder lives in kernels/experiments/07_mma_probe.cu: the chapter's kernel
+    compiles without PROBE or KEEP_* anywhere in it."""
+    assert "PROBE" not in kc.source("07_mma_sync.cu").replace("07_mma_probe", "")
+    assert catalog.get("mma_sync_f16").build_target({}) == ("07_mma_sync.cu", "gemm_mma_sync")

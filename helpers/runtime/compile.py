@@ -58,15 +58,20 @@ class CudaHeadersNotFound(RuntimeError):
 
 
 def kernel_path(file: str) -> Path:
+    """``kernels/<file>``; ``file`` may name a file in a subfolder (``experiments/07_mma_probe.cu``).
+    FileNotFoundError lists the kernel files there are."""
     p = KERNEL_DIR / file
     if not p.is_file():
-        known = ", ".join(sorted(x.name for x in KERNEL_DIR.glob("*.cu")))
+        known = ", ".join(sorted(str(x.relative_to(KERNEL_DIR)) for x in KERNEL_DIR.rglob("*.cu")))
         raise FileNotFoundError(f"file={file!r}: no such kernel in kernels/ (have: {known})")
     return p
 
 
 def source(file: str) -> str:
-    """The text of ``kernels/<file>`` with local ``#include "..."`` files pasted in."""
+    """The text of ``kernels/<file>`` with local ``#include "..."`` files pasted in, each
+    once (an include of a file already pasted is dropped: the headers' include guards
+    would skip it too), paths relative to the including file
+    (``kernels/experiments/07_mma_probe.cu`` includes ``"../07_mma_sync.cu"``)."""
     def expand(path: Path, seen: set) -> str:
         out = []
         for line in path.read_text().splitlines():
@@ -299,7 +304,7 @@ def _nvcc_check(file: str, defines: tuple, arch: str, extra: tuple) -> dict:
 
 def _nvcc_run(nvcc: str, src: str, file: str, defines: tuple, arch: str, extra: tuple) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        cu = Path(tmp) / file
+        cu = Path(tmp) / Path(file).name      # experiments/x.cu: no folder in tmp
         cu.write_text(src)
         cmd = [nvcc, "-cubin", f"-arch={arch}", "-std=c++17", "-Xptxas", "-v", *defines, *extra,
                "-o", str(Path(tmp) / "k.cubin"), str(cu)]
@@ -383,7 +388,7 @@ def sass_listing(file: str, entry: str, params: dict, arch: str = "sm_90") -> li
         raise FileNotFoundError("nvcc and nvdisasm are needed to read SASS "
                                 "(pip install nvidia-cuda-nvdisasm)")
     with tempfile.TemporaryDirectory() as tmp:
-        cu = Path(tmp) / file
+        cu = Path(tmp) / Path(file).name      # experiments/x.cu: no folder in tmp
         cu.write_text(source(file))
         cubin = Path(tmp) / "k.cubin"
         defs = [f"-D{k}={v}" for k, v in sorted(params.items())]
@@ -415,7 +420,7 @@ def sass_shared_ops(file: str, entry: str, params: dict, arch: str = "sm_90") ->
         raise FileNotFoundError("nvcc and cuobjdump (with nvdisasm) are needed to read SASS")
     src = source(file)
     with tempfile.TemporaryDirectory() as tmp:
-        cu = Path(tmp) / file
+        cu = Path(tmp) / Path(file).name      # experiments/x.cu: no folder in tmp
         cu.write_text(src)
         cubin = Path(tmp) / "k.cubin"
         defs = [f"-D{k}={v}" for k, v in sorted(params.items())]
