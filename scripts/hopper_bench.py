@@ -47,7 +47,7 @@ import cupy as cp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from helpers.runtime import compile as kc, tma  # noqa: E402  (the book's source paster and tensor-map encoder)
-SRC = ROOT / "kernels" / "10_hopper.cu"
+SRC = ROOT / "kernels" / "experiments" / "10_hopper_variants.cu"   # kernels/10_hopper.cu with its measured switches
 
 RUNGS = {
     "1": ("hopper_tma_wgmma", {}),
@@ -157,7 +157,7 @@ def compile_variant(entry: str, defs: dict, dt: str):
     """cupy.RawModule over kernels/10_hopper.cu for sm_90a; returns the RawKernel."""
     global _SRC_TEXT
     if _SRC_TEXT is None:
-        _SRC_TEXT = kc.source(SRC.name)      # local #includes (instrument.cuh) pasted, as the book compiles it
+        _SRC_TEXT = kc.source(str(SRC))      # local #includes (instrument.cuh) pasted, as the book compiles it
     d = {**defs, "BF16": 1 if dt == "bf16" else 0}
     opts = ("-arch=sm_90a", "-std=c++17") + tuple(f"-D{k}={v}" for k, v in sorted(d.items()))
     key = (entry, opts)
@@ -179,7 +179,7 @@ def ptxas_log(defs: dict, dt: str) -> str:
             incs += glob.glob(os.path.join(base, "nvidia", "*", "include")) + glob.glob(os.path.join(base, "include"))
         opts = ["-arch=sm_90a", "-std=c++17", "--ptxas-options=-v"] + [f"-D{k}={v}" for k, v in sorted(d.items())]
         opts += [f"-I{p}" for p in incs if os.path.exists(os.path.join(p, "cuda_fp16.h"))]
-        prog = nvrtc.createProgram(kc.source(SRC.name), "10_hopper.cu", [], [])
+        prog = nvrtc.createProgram(kc.source(str(SRC)), "10_hopper.cu", [], [])
         try:
             nvrtc.compileProgram(prog, opts)
         finally:
