@@ -49,19 +49,17 @@
 //   FAST_INTERIOR  step 6: 1 = tiles wholly inside A and B skip the per-copy
 //                bounds checks (one test per k tile); 0 = every copy checked.
 //                Default: 1 when MIN_BLOCKS = 1, like SERPENTINE. It removes
-//                ~55 of ~2260 instructions issued per k tile (SASS), yet its
-//                effect depends on the build: at the default tile it measured
-//                1.003x the checked build with the serpentine order and 0.978x
-//                with the plain order; at 128 x 128 x 8, 1.072x and 0.987x
-//                (H200, 4096^3, four builds per tile timed side by side:
-//                scripts/ch5_flags.py, results/h200-fp32-flags.json). Each build
-//                is a different register allocation by ptxas (146-248
-//                registers); why one allocation runs faster than another was
-//                not isolated. SERPENTINE=0 FAST_INTERIOR=0 builds the kernel as
-//                it was before either switch.
+//                about 2 % of the instructions issued per k tile (SASS); what
+//                that is worth depends on the rest of the build, since each
+//                build is a different register allocation by ptxas: chapter 5
+//                shows the four builds timed side by side (scripts/ch5_flags.py).
+//                SERPENTINE=0 FAST_INTERIOR=0 builds the kernel as it was
+//                before either switch.
 //   MIN_BLOCKS   second __launch_bounds__ argument (steps 4-6, default 1).
 //                A larger value makes ptxas cap registers at
 //                65536 / (MIN_BLOCKS * threads): the book's pitfall variant.
+// The -D defaults below are those of the catalog entry cp_async (step 6, the
+// chapter's fastest); the other entries build with their own catalog values.
 // Launch: block = (threads, 1, 1); grid = (ceil(N / BN), ceil(M / BM)).
 //   threads: reg1d BM*BN/TM; reg2d, vec4 (BM/TM)*(BN/TN); 4-6 32*(BM/WM)*(BN/WN).
 //   Dynamic shared memory (step 6 only): STAGES * BK * (BM + 4 + BN) * 4 bytes.
@@ -72,22 +70,22 @@
 #define BM 128
 #endif
 #ifndef BN
-#define BN 128
+#define BN 256
 #endif
 #ifndef BK
-#define BK 8
+#define BK 16
 #endif
 #ifndef TM
 #define TM 8
 #endif
 #ifndef TN
-#define TN 8
+#define TN 16
 #endif
 #ifndef WM
 #define WM 64
 #endif
 #ifndef WN
-#define WN 32
+#define WN 64
 #endif
 #ifndef STAGES
 #define STAGES 3
@@ -101,6 +99,7 @@
 #ifndef FAST_INTERIOR
 #define FAST_INTERIOR (MIN_BLOCKS == 1)
 #endif
+#include "common.cuh"         // step 6's cp_async16, cp_async_commit, cp_async_wait
 #include "instrument.cuh"     // OWNER_PARAM, RECORD(idx): the -DRECORD_OWNER=1 build
 
 // A tiles are stored transposed, As[k][m], with rows of A_LD floats. The +4
@@ -198,18 +197,14 @@ sgemm_reg1d(const float* __restrict__ A, const float* __restrict__ B,
 //   i = 0: b[0] b[1] ... b[TN-1]      i = 1: b[TN-1] ... b[1] b[0]     ...
 // so the last FMA of a row and the first of the next read the same b[j].
 // Each acc[i][j] receives the same FMAs in the same k order, so the result
-// is bit-for-bit the same. For step 6 at its default tile on the H200 this
-// order measured 0.949-0.950 of cuBLAS against 0.943-0.944 for the plain
-// one (4096^3; three runs, each timing both builds four times, alternately;
-// all with FAST_INTERIOR = 0: for the two switches together see FAST_INTERIOR).
-// A likely reason: an operand read by two consecutive instructions can come
-// from the operand reuse cache instead of the register file, and in the
-// SASS ptxas marks such a reuse in 1845 of the 2048 FFMAs of a k-tile
-// instead of 1805. That explanation was not tested further.
+// is bit-for-bit the same. Why it can be faster: an operand read by two
+// consecutive instructions can come from the operand reuse cache instead of
+// the register file, and ptxas marks more such reuses in this order (chapter
+// 5 gives the measurement; the explanation was not tested further).
 // SERPENTINE=0 builds the plain order (the control). Under a register cap
 // (MIN_BLOCKS = 2: 128 registers for 256 threads) the serpentine order made
-// NVRTC spill 48-64 bytes per thread on the H200 where the plain order does
-// not, so capped builds keep the plain order by default.
+// NVRTC spill where the plain order does not, so capped builds keep the plain
+// order by default (notes/fp32_tuning.md).
 #ifndef SERPENTINE
 #define SERPENTINE (MIN_BLOCKS == 1)
 #endif
@@ -545,18 +540,14 @@ sgemm_warptile_db(const float* __restrict__ A, const float* __restrict__ B,
 // cp.async (sm_80+): copies global -> shared without passing through
 // registers; the copies of a tile form one "group", and
 // cp.async.wait_group n waits until at most n groups are still in flight.
-// src-size 0 fills the destination with zeros (our edge handling).
+// src-size 0 fills the destination with zeros (our edge handling). The 16-byte
+// copy, the commit and the wait are in kernels/common.cuh (chapters 6-9 use
+// them too); A's transposing copies move 4 bytes each (.ca: cached in L1 too).
 __device__ __forceinline__ void cp_async4(float* dst, const float* src, bool valid)
 {
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
                  :: "r"(d), "l"(src), "r"(valid ? 4 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async16(float* dst, const float* src, bool valid)
-{
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                 :: "r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
 }
 // The same copies without the src-size operand: for copies known to be in range.
 __device__ __forceinline__ void cp_async4_full(float* dst, const float* src)
@@ -569,8 +560,6 @@ __device__ __forceinline__ void cp_async16_full(float* dst, const float* src)
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(d), "l"(src) : "memory");
 }
-#define CP_ASYNC_COMMIT() asm volatile("cp.async.commit_group;\n" ::: "memory")
-#define CP_ASYNC_WAIT(n) asm volatile("cp.async.wait_group %0;\n" :: "n"(n) : "memory")
 
 #define CA_A_COPIES (BM * BK / WT_THREADS)          // 4-byte copies of A per thread
 #define CA_B_COPIES (BK * BN / 4 / WT_THREADS)      // 16-byte copies of B per thread
@@ -623,7 +612,7 @@ sgemm_cp_async(const float* __restrict__ A, const float* __restrict__ B,
 #if FAST_INTERIOR
         // A tile wholly inside A and B needs no check: one test per tile
         // replaces, for each of the CA_A_COPIES + CA_B_COPIES copies, a
-        // compare, a select of a dummy source and a src-size operand (~5
+        // compare, a select of a dummy source and a src-size operand (a few
         // instructions each in SASS). The plain loop it stands for is the
         // checked one below, which edge tiles still take. Whether it pays
         // depends on the rest of the build (see FAST_INTERIOR above).
@@ -650,7 +639,7 @@ sgemm_cp_async(const float* __restrict__ A, const float* __restrict__ B,
             const int kk = k0 + b_k + j * (WT_THREADS / (BN / 4));
             const bool ok = b_col_ok && kk < K;
             cp_async16(b_dst0 + s * STAGE_B + j * (WT_THREADS / (BN / 4)) * BN,
-                       ok ? b_src + j * b_step + (size_t)k0 * N : B, ok);
+                       ok ? b_src + j * b_step + (size_t)k0 * N : B, ok ? 16 : 0);
         }
     };
 
@@ -659,9 +648,9 @@ sgemm_cp_async(const float* __restrict__ A, const float* __restrict__ B,
     #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < KT) load_tile(s, s);
-        CP_ASYNC_COMMIT();
+        cp_async_commit();
     }
-    CP_ASYNC_WAIT(STAGES - 2);          // tile 0 has landed (for this thread) ...
+    cp_async_wait<STAGES - 2>();          // tile 0 has landed (for this thread) ...
     __syncthreads();                    // ... and for every thread
 
     float acc[TM][TN] = {};
@@ -676,7 +665,7 @@ sgemm_cp_async(const float* __restrict__ A, const float* __restrict__ B,
                 // Tile kt+1 must be complete before its first fragments load.
                 // Groups committed: STAGES-1 + (kt+1); allowing STAGES-2 in
                 // flight means tiles 0 .. kt+1 are done.
-                CP_ASYNC_WAIT(STAGES - 2);
+                cp_async_wait<STAGES - 2>();
                 __syncthreads();
                 rd = (rd + 1 == STAGES) ? 0 : rd + 1;
             }
@@ -685,13 +674,13 @@ sgemm_cp_async(const float* __restrict__ A, const float* __restrict__ B,
                 // Refill the stage everybody finished reading before the last
                 // barrier (it held tile kt-1) with tile kt + STAGES - 1.
                 if (kt + STAGES - 1 < KT) load_tile(kt + STAGES - 1, wr);
-                CP_ASYNC_COMMIT();
+                cp_async_commit();
                 wr = (wr + 1 == STAGES) ? 0 : wr + 1;
             }
             OUTER_PRODUCT(acc, a[k % 2], b[k % 2])
         }
     }
-    CP_ASYNC_WAIT(0);                   // nothing may land after the block exits
+    cp_async_wait<0>();                   // nothing may land after the block exits
     WARPTILE_EPILOGUE
 #endif
 }
