@@ -294,9 +294,9 @@ sgemm_reg2d(const float* __restrict__ A, const float* __restrict__ B,
 // Float4 global loads of one BM x BK tile of A and one BK x BN tile of B,
 // shared by steps 3-5. These two stay macros over the caller's variables
 // (row0, a_m, a_kq, b_k, b_nq, A, B, M, N, K): written as functions they change
-// how ptxas schedules sgemm_warptile_db (its prefetch loads move next to their
-// stores, notes/ch5_function_rewrite.md), so the machine code would not be the
-// one the chapter measured. Thread `tid` owns A_LOADS float4s of A (rows
+// sgemm_warptile_db's machine code (an earlier attempt moved its prefetch loads
+// next to their stores: notes/ch5_function_rewrite.md), so it would not be the
+// kernel the chapter measured. Thread `tid` owns A_LOADS float4s of A (rows
 // a_m + j * A_ROWSTEP, k = 4 * a_kq .. +3) and B_LOADS float4s of B (rows
 // b_k + j * B_ROWSTEP, n = 4 * b_nq .. +3). Out-of-range float4s read as 0
 // (K % 4 == 0 and N % 4 == 0, so a float4 is wholly in or wholly out).

@@ -61,37 +61,37 @@
 #include <mma.h>
 
 #ifndef BM
-#define BM 128
+#define BM 128               // block tile: 128 x 128 of C, 4 warps ...
 #endif
 #ifndef BN
 #define BN 128
 #endif
 #ifndef BK
-#define BK 32
+#define BK 32                // ... 2 k16 steps per k-tile
 #endif
 #ifndef WM
-#define WM 64
+#define WM 64                // warp tile: 4 x 4 fragments of 16 x 16
 #endif
 #ifndef WN
 #define WN 64
 #endif
 #ifndef PAD
-#define PAD 8
+#define PAD 8                // 16 bytes per shared row: conflict-free fragment loads
 #endif
 #ifndef STAGES
-#define STAGES 3
+#define STAGES 3             // cp.async ring depth
 #endif
 #ifndef GROUP_M
-#define GROUP_M 8
+#define GROUP_M 8            // tile-order group height (1: plain order)
 #endif
 #ifndef BF16
-#define BF16 0
+#define BF16 0               // 1: bfloat16
 #endif
 #ifndef ACC_F16
-#define ACC_F16 0
+#define ACC_F16 0            // pitfall: fp16 accumulator
 #endif
 #ifndef WRONG_LAYOUT
-#define WRONG_LAYOUT 0
+#define WRONG_LAYOUT 0       // pitfall: B fragment declared col_major
 #endif
 using namespace nvcuda;
 

@@ -33,10 +33,10 @@
 //       padding being zero: true for K % 8 == 0 and N % 8 == 0 (no padding)
 //       and for the "repack" path, which copies A and B once into buffers
 //       with lda = round_up(K, 8), ldb = round_up(N, 8), padding zeroed,
-//       and writes C directly. The byte count costs ~8 instructions per
+//       and writes C directly. The byte count costs about 8 instructions per
 //       chunk in the main loop, and with them ptxas hoisted all 64 mma of a
-//       k-tile above the barrier: 305 -> 377 TFLOP/s without it (H200, fp16,
-//       4096^3; notes/any_shape_tuning.md).
+//       k-tile above the barrier, which made the kernel markedly slower
+//       (notes/any_shape_tuning.md has the measurement).
 //    c. Predication, ALIGNED=0: any base pointer, any stride (a view that
 //       starts one element in; K = 4093). A 16-byte chunk of a row is then
 //       only 2-byte aligned, which cp.async cannot read. The chunk goes
@@ -44,8 +44,8 @@
 //       permutes that shift it into place (fetch8 + combine), one 16-byte
 //       st.shared. The loads of a k16 step's chunks are issued before its
 //       mma instructions and combined and stored after them, so their
-//       latency hides behind the Tensor Cores (partly: ~0.3 of the
-//       cp.async kernel's rate at 4093^3 on the H200).
+//       latency hides behind the Tensor Cores, in part (chapter 9 compares
+//       its rate with the cp.async build's).
 //    The epilogue stores only inside the matrix; two elements at a time when
 //    ldc is even and C 4-byte aligned, one at a time otherwise.
 //
@@ -86,6 +86,11 @@
 //   STAGES * (BM*BK + BK*BN) * 2 bytes; gemm_any grid = (ceil(N/BN),
 //   ceil(M/BM), splits) or (X) for tiles 0..X-1; gemm_streamk grid = (number
 //   of SMs); splitk_reduce, pad_copy, unpad_copy: any 1-D grid (grid-stride).
+// This file is longer than the book's other kernels (about 700 lines): any
+// shape, split-K and stream-K are three uses of one main loop (mac_loop) and
+// one epilogue, and the padding path's copies (pad_copy, unpad_copy) run in
+// the same calls; the chapter shows gemm_any and gemm_streamk one at a time.
+//
 // The file includes no CUDA header: 16-bit values are moved as raw bits
 // (unsigned short) and converted with cvt PTX, so NVRTC needs no CUDA headers.
 // The tile defaults are those of the catalog entry any_shape_f16 (the other
@@ -548,7 +553,8 @@ extern "C" __global__ void splitk_reduce(float* __restrict__ W, T* __restrict__ 
 // tiles 0..sk_first-1, data-parallel), then this kernel for the rest.
 // (A first version also did the data-parallel tiles in this kernel, in a
 // loop before the stream-K part: with two inlined MAC loops' worth of live
-// state ptxas scheduled the main loop worse, ~10 % slower per tile.)
+// state ptxas scheduled the main loop worse, and every tile was slower;
+// notes/any_shape_tuning.md.)
 // A range is walked as segments, one per tile it touches. A segment that
 // starts a tile (kt0 == 0) makes its block the tile's owner; a segment that
 // does not is the first of its block (ranges are contiguous), so each block
@@ -658,9 +664,9 @@ extern "C" __global__ void pad_copy(const T* __restrict__ src, int rows, int col
 // C's first 16-byte boundary go one at a time (head), and so do those after
 // its last chunk. (The first version stored each element on its own, as in
 //   for (r, c) in M x N: C[r * N + c] = src[r * scols + c];
-// eight 2-byte stores per thread: 0.26 of a memcpy's bandwidth at 4093^2 on
-// the H200, against 1.04 for pad_copy's 16-byte stores;
-// scripts/hopper_anyshape_breakdown.py.)
+// eight 2-byte stores per thread, far from a memcpy's bandwidth, where
+// pad_copy's 16-byte stores reach it: scripts/hopper_anyshape_breakdown.py,
+// notes/any_shape_tuning.md.)
 __device__ __forceinline__ T unpad_elem(const T* src, int scols, int N, long long e)
 {
     const long long r = e / N;

@@ -69,7 +69,8 @@ def _archs(spec) -> list[str]:
 def jobs() -> list[tuple]:
     """(name, file, entry, defines, arch) of every build, names unique."""
     import helpers  # noqa: F401  (fills the catalog)
-    from helpers.chapters import ch07_mma_sync as ch7, ch10_hopper as ch10
+    from helpers.chapters import ch07_mma_sync as ch7
+    from helpers.chapters import ch10_hopper as ch10
     from helpers.models import anyshape as anymodel
     from helpers.runtime import catalog
 
@@ -130,7 +131,7 @@ def fingerprint(job: tuple) -> tuple[str, dict]:
     try:
         sass = kc.sass_listing(file, entry, d, arch)
         r = kc.nvcc_check(file, entry, defines, arch=arch)
-    except Exception as e:                   # a build that does not compile is a fingerprint too
+    except Exception as e:  # noqa: BLE001  (a build that does not compile is a fingerprint too)
         msg = getattr(e, "stderr", None) or str(e)
         return name, {"error": re.sub(r"/tmp/\S+", "<tmp>", str(msg))[:400]}
     labels: dict = {}
@@ -143,7 +144,8 @@ def fingerprint(job: tuple) -> tuple[str, dict]:
 def compare(a_path: str, b_path: str) -> int:
     """Print the names whose fingerprints differ (the file may differ); 1 if any does."""
     a, b = json.loads(Path(a_path).read_text()), json.loads(Path(b_path).read_text())
-    strip = lambda v: {k: x for k, x in v.items() if k != "file"}      # noqa: E731
+    def strip(v: dict) -> dict:
+        return {k: x for k, x in v.items() if k != "file"}
     diff = [n for n in sorted(set(a) | set(b)) if n not in a or n not in b or strip(a[n]) != strip(b[n])]
     same = len(set(a) & set(b)) - sum(1 for n in diff if n in a and n in b)
     for n in diff:

@@ -47,13 +47,9 @@
 #if WAIT_SPIN
 __device__ __forceinline__ void mbar_wait_spin(u32 bar, u32 parity)
 {
-    u32 done;
-    do {
-        asm volatile("{\n .reg .pred p;\n"
-                     " mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     " selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    } while (!done);
+    for (u32 done = 0; !done;)      // as mbar_wait, with test_wait, which never suspends the thread
+        asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     " selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
 }
 #define mbar_wait mbar_wait_spin
 #endif
