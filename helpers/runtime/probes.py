@@ -3,7 +3,7 @@
 Without hardware counters, the cost of a stage of a kernel can still be
 measured: build variants that skip it and time them in the same run
 (METHOD: "time variants that leave one stage out ... and take differences").
-``kernels/07_mma_sync.cu`` has such a ladder behind ``-DPROBE=n``; each rung
+``kernels/experiments/07_mma_probe.cu`` builds chapter 7's kernel as such a ladder (``-DPROBE=n``); each rung
 leaves out one more stage, so the difference between two rungs is the cost
 of the stage the second one drops:
 
