@@ -18,7 +18,9 @@ import helpers  # noqa: F401  (fills the catalog)
 from helpers.runtime import catalog
 from helpers.runtime.compile import KERNEL_DIR
 
-DEFAULT = re.compile(r"^[ \t]*#ifndef[ \t]+(\w+)[ \t]*\n[ \t]*#define[ \t]+\1[ \t]+([^/\n]*?)[ \t]*(?://.*)?$", re.MULTILINE)
+DEFAULT = re.compile(r"^[ \t]*#ifndef[ \t]+(\w+)[ \t]*\n"                  # #ifndef X
+                     r"[ \t]*#define[ \t]+\1[ \t]+([^/\n]*?)[ \t]*(?://.*)?$",   # #define X value  // comment
+                     re.MULTILINE)
 MAIN = re.compile(r"defaults (?:below )?are those of the catalog entry `?(\w+)`?")
 FILES = sorted({spec.file for spec in catalog.KERNELS.values()})
 
