@@ -14,18 +14,19 @@
 //   (same entry, -DPAD=1)  pads each tile row by one float: conflict-free
 //
 // Preconditions: none on the shape (any ROWS, COLS >= 1; edges are guarded).
-// Tile parameters (compile-time, -D):
-//   TILE        side of the square tile a block moves (default 32)
+// Tile parameters (compile-time, -D; the defaults are the catalog's, which all
+// four entries share):
+//   TILE        side of the square tile a block moves (default 64)
 //   BLOCK_ROWS  threads per block in y; each thread moves TILE / BLOCK_ROWS
-//               elements (default 8, so 32 x 8 = 256 threads per block)
-//   PAD         extra floats per shared tile row (default 0)
+//               elements (default 4, so 64 x 4 = 256 threads per block)
+//   PAD         extra floats per shared tile row (default 0; transpose_padded: 1)
 // Launch: grid = (ceil(COLS / TILE), ceil(ROWS / TILE)), block = (TILE, BLOCK_ROWS).
 
 #ifndef TILE
-#define TILE 32
+#define TILE 64
 #endif
 #ifndef BLOCK_ROWS
-#define BLOCK_ROWS 8
+#define BLOCK_ROWS 4
 #endif
 #ifndef PAD
 #define PAD 0
@@ -68,8 +69,8 @@ transpose_naive(float* __restrict__ out, const float* __restrict__ in, int ROWS,
 // Shared-memory tile. Phase 1 reads a TILE x TILE tile row-wise into `tile`.
 // Phase 2 writes it out row-wise too, but reading `tile` by column:
 //     tile[threadIdx.x][threadIdx.y + j]
-// Lane x reads address x * (TILE + PAD) + const. With PAD = 0 and TILE = 32
-// every lane of the warp lands in the same bank (32-way conflict: 32
+// Lane x reads address x * (TILE + PAD) + const. With PAD = 0 and TILE a
+// multiple of 32 every lane of the warp lands in the same bank (32-way conflict: 32
 // wavefronts for one instruction). PAD = 1 shifts row x by x banks, so the 32
 // lanes hit 32 different banks (1 wavefront).
 extern "C" __global__ void __launch_bounds__(TILE * BLOCK_ROWS)

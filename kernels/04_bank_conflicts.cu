@@ -39,8 +39,10 @@
 // Preconditions: none on the shape (any M, N, K >= 1): out-of-range tile
 // elements are loaded as 0 and the stores of C are guarded. Global loads are
 // scalar and coalesced (a warp reads 32 consecutive floats of a row of A or B).
-// Tile parameters (-D): BM, BN (block tile, default 64 x 64), BK (16 or 32),
-//   TN (outputs per thread, 8), LAYOUT (0/1/2), PAD (floats per row, 0..4).
+// Tile parameters (-D; the defaults are those of the catalog entry
+//   tile1d_conflict, the plain layout the others fix): BM, BN (block tile,
+//   default 64 x 64), BK (16 or 32), TN (outputs per thread, 8), LAYOUT (0/1/2),
+//   PAD (floats per row, 0..4).
 //   Threads per block = BM * BN / TN (512 by default).
 //   Rules (checked in helpers/chapters/ch04_bank_conflicts.py): BM % 16 == 0, BN % (2 * TN) == 0,
 //   TN % 4 == 0, threads % BK == 0, threads % BN == 0, (BM * BK) % threads

@@ -45,49 +45,53 @@
 //                tile rows before moving right (L2 reuse); 0 = plain row order
 //   SERPENTINE   steps 2-6: order of the FMAs of one k step (1 = serpentine,
 //                the default when MIN_BLOCKS = 1; 0 = plain row by row); see
-//                OUTER_PRODUCT
+//                outer_product
 //   FAST_INTERIOR  step 6: 1 = tiles wholly inside A and B skip the per-copy
 //                bounds checks (one test per k tile); 0 = every copy checked.
 //                Default: 1 when MIN_BLOCKS = 1, like SERPENTINE. It removes
-//                ~55 of ~2260 instructions issued per k tile (SASS), yet its
-//                effect depends on the build: at the default tile it measured
-//                1.003x the checked build with the serpentine order and 0.978x
-//                with the plain order; at 128 x 128 x 8, 1.072x and 0.987x
-//                (H200, 4096^3, four builds per tile timed side by side:
-//                scripts/ch5_flags.py, results/h200-fp32-flags.json). Each build
-//                is a different register allocation by ptxas (146-248
-//                registers); why one allocation runs faster than another was
-//                not isolated. SERPENTINE=0 FAST_INTERIOR=0 builds the kernel as
-//                it was before either switch.
+//                about 2 % of the instructions issued per k tile (SASS); what
+//                that is worth depends on the rest of the build, since each
+//                build is a different register allocation by ptxas: chapter 5
+//                shows the four builds timed side by side (scripts/ch5_flags.py).
+//                SERPENTINE=0 FAST_INTERIOR=0 builds the kernel as it was
+//                before either switch.
 //   MIN_BLOCKS   second __launch_bounds__ argument (steps 4-6, default 1).
 //                A larger value makes ptxas cap registers at
 //                65536 / (MIN_BLOCKS * threads): the book's pitfall variant.
+// The -D defaults below are those of the catalog entry cp_async (step 6, the
+// chapter's fastest); the other entries build with their own catalog values.
 // Launch: block = (threads, 1, 1); grid = (ceil(N / BN), ceil(M / BM)).
 //   threads: reg1d BM*BN/TM; reg2d, vec4 (BM/TM)*(BN/TN); 4-6 32*(BM/WM)*(BN/WN).
 //   Dynamic shared memory (step 6 only): STAGES * BK * (BM + 4 + BN) * 4 bytes.
 // -DRECORD_OWNER=1: extra `int* owner` argument; every thread writes
 //   blockLinear * 1024 + threadIdx.x for each C element it stores.
+//
+// This file is longer than the book's other kernels (about 700 lines): the six
+// steps stay in one file, compiled with the same -D values and sharing their
+// pieces (the outer product, the fragment loads, the epilogue), so that each
+// step reads as a small change of the one before; the chapter shows one entry
+// at a time.
 
 #ifndef BM
 #define BM 128
 #endif
 #ifndef BN
-#define BN 128
+#define BN 256
 #endif
 #ifndef BK
-#define BK 8
+#define BK 16
 #endif
 #ifndef TM
 #define TM 8
 #endif
 #ifndef TN
-#define TN 8
+#define TN 16
 #endif
 #ifndef WM
 #define WM 64
 #endif
 #ifndef WN
-#define WN 32
+#define WN 64
 #endif
 #ifndef STAGES
 #define STAGES 3
@@ -101,6 +105,7 @@
 #ifndef FAST_INTERIOR
 #define FAST_INTERIOR (MIN_BLOCKS == 1)
 #endif
+#include "common.cuh"         // step 6's cp_async16, cp_async_commit, cp_async_wait
 #include "instrument.cuh"     // OWNER_PARAM, RECORD(idx): the -DRECORD_OWNER=1 build
 
 // A tiles are stored transposed, As[k][m], with rows of A_LD floats. The +4
@@ -198,30 +203,34 @@ sgemm_reg1d(const float* __restrict__ A, const float* __restrict__ B,
 //   i = 0: b[0] b[1] ... b[TN-1]      i = 1: b[TN-1] ... b[1] b[0]     ...
 // so the last FMA of a row and the first of the next read the same b[j].
 // Each acc[i][j] receives the same FMAs in the same k order, so the result
-// is bit-for-bit the same. For step 6 at its default tile on the H200 this
-// order measured 0.949-0.950 of cuBLAS against 0.943-0.944 for the plain
-// one (4096^3; three runs, each timing both builds four times, alternately;
-// all with FAST_INTERIOR = 0: for the two switches together see FAST_INTERIOR).
-// A likely reason: an operand read by two consecutive instructions can come
-// from the operand reuse cache instead of the register file, and in the
-// SASS ptxas marks such a reuse in 1845 of the 2048 FFMAs of a k-tile
-// instead of 1805. That explanation was not tested further.
+// is bit-for-bit the same. Why it can be faster: an operand read by two
+// consecutive instructions can come from the operand reuse cache instead of
+// the register file, and ptxas marks more such reuses in this order (chapter
+// 5 gives the measurement; the explanation was not tested further).
 // SERPENTINE=0 builds the plain order (the control). Under a register cap
 // (MIN_BLOCKS = 2: 128 registers for 256 threads) the serpentine order made
-// NVRTC spill 48-64 bytes per thread on the H200 where the plain order does
-// not, so capped builds keep the plain order by default.
+// NVRTC spill where the plain order does not, so capped builds keep the plain
+// order by default (notes/fp32_tuning.md).
 #ifndef SERPENTINE
 #define SERPENTINE (MIN_BLOCKS == 1)
 #endif
-#define OUTER_PRODUCT(acc, a, b)                              \
-    _Pragma("unroll") for (int i_ = 0; i_ < TM; ++i_)         \
-    _Pragma("unroll") for (int jj_ = 0; jj_ < TN; ++jj_) {    \
-        const int j_ = (SERPENTINE && i_ % 2) ? TN - 1 - jj_ : jj_; \
-        acc[i_][j_] = fmaf(a[i_], b[j_], acc[i_][j_]); }
+__device__ __forceinline__ void outer_product(float (&acc)[TM][TN], const float (&a)[TM], const float (&b)[TN])
+{
+    #pragma unroll
+    for (int i = 0; i < TM; ++i)
+        #pragma unroll
+        for (int jj = 0; jj < TN; ++jj) {
+            const int j = (SERPENTINE && i % 2) ? TN - 1 - jj : jj;
+            acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+}
 
-// dst[0..3] = the float4 at p (16-byte aligned shared memory).
-#define LOAD4(dst, p) { const float4 v_ = *reinterpret_cast<const float4*>(p); \
-                        (dst)[0] = v_.x; (dst)[1] = v_.y; (dst)[2] = v_.z; (dst)[3] = v_.w; }
+// dst[0..3] = the float4 at p (16-byte aligned shared memory): one LDS.128.
+__device__ __forceinline__ void load4(float* dst, const float* p)
+{
+    const float4 v = *reinterpret_cast<const float4*>(p);
+    dst[0] = v.x; dst[1] = v.y; dst[2] = v.z; dst[3] = v.w;
+}
 
 #define R2_BASE_OK (4 * BK * (A_LD + BN) <= STATIC_SMEM_MAX && BM % TM == 0 && BN % TN == 0 && TM % 4 == 0 && TN % 4 == 0 \
                     && R2_THREADS >= 32 && R2_THREADS <= 1024 && R2_THREADS % 32 == 0)
@@ -263,10 +272,10 @@ sgemm_reg2d(const float* __restrict__ A, const float* __restrict__ B,
         #pragma unroll
         for (int k = 0; k < BK; ++k) {
             #pragma unroll
-            for (int i = 0; i < TM; i += 4) LOAD4(a + i, As + k * A_LD + tr * TM + i);
+            for (int i = 0; i < TM; i += 4) load4(a + i, As + k * A_LD + tr * TM + i);
             #pragma unroll
-            for (int j = 0; j < TN; j += 4) LOAD4(b + j, Bs + k * BN + tc * TN + j);
-            OUTER_PRODUCT(acc, a, b)
+            for (int j = 0; j < TN; j += 4) load4(b + j, Bs + k * BN + tc * TN + j);
+            outer_product(acc, a, b);
         }
         __syncthreads();
     }
@@ -283,7 +292,11 @@ sgemm_reg2d(const float* __restrict__ A, const float* __restrict__ B,
 }
 
 // Float4 global loads of one BM x BK tile of A and one BK x BN tile of B,
-// shared by steps 3-5. Thread `tid` owns A_LOADS float4s of A (rows
+// shared by steps 3-5. These two stay macros over the caller's variables
+// (row0, a_m, a_kq, b_k, b_nq, A, B, M, N, K): written as functions they change
+// sgemm_warptile_db's machine code (an earlier attempt moved its prefetch loads
+// next to their stores: notes/ch5_function_rewrite.md), so it would not be the
+// kernel the chapter measured. Thread `tid` owns A_LOADS float4s of A (rows
 // a_m + j * A_ROWSTEP, k = 4 * a_kq .. +3) and B_LOADS float4s of B (rows
 // b_k + j * B_ROWSTEP, n = 4 * b_nq .. +3). Out-of-range float4s read as 0
 // (K % 4 == 0 and N % 4 == 0, so a float4 is wholly in or wholly out).
@@ -345,10 +358,10 @@ sgemm_vec4(const float* __restrict__ A, const float* __restrict__ B,
         #pragma unroll
         for (int k = 0; k < BK; ++k) {
             #pragma unroll
-            for (int i = 0; i < TM; i += 4) LOAD4(a + i, As + k * A_LD + tr * TM + i);
+            for (int i = 0; i < TM; i += 4) load4(a + i, As + k * A_LD + tr * TM + i);
             #pragma unroll
-            for (int j = 0; j < TN; j += 4) LOAD4(b + j, Bs + k * BN + tc * TN + j);
-            OUTER_PRODUCT(acc, a, b)
+            for (int j = 0; j < TN; j += 4) load4(b + j, Bs + k * BN + tc * TN + j);
+            outer_product(acc, a, b);
         }
         __syncthreads();
     }
@@ -415,42 +428,58 @@ __device__ __forceinline__ void block_tile(int M, int N, int* tile_m, int* tile_
 }
 
 // Fragments of step k: a[TM] from As (transposed tile), b[TN] from Bs.
-#define LOAD_FRAGS(a, b, as, bs, k)                                                         \
-    _Pragma("unroll") for (int im = 0; im < TM / 4; ++im)                                   \
-        LOAD4((a) + 4 * im, (as) + (k) * A_LD + a_frag0 + im * 4 * LM);                     \
-    _Pragma("unroll") for (int in = 0; in < TN / 4; ++in)                                   \
-        LOAD4((b) + 4 * in, (bs) + (k) * BN + b_frag0 + in * 4 * LN);
+__device__ __forceinline__ void load_frags(float (&a)[TM], float (&b)[TN], const float* as, const float* bs,
+                                           int k, int a_frag0, int b_frag0)
+{
+    #pragma unroll
+    for (int im = 0; im < TM / 4; ++im)
+        load4(a + 4 * im, as + k * A_LD + a_frag0 + im * 4 * LM);
+    #pragma unroll
+    for (int in = 0; in < TN / 4; ++in)
+        load4(b + 4 * in, bs + k * BN + b_frag0 + in * 4 * LN);
+}
 
-// Thread-to-tile bookkeeping shared by steps 4-6.
-#define WARPTILE_SETUP                                                                      \
-    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;                          \
-    const int ln = (lane & 1) | (((lane >> 2) & ((LN >> 1) - 1)) << 1);                     \
-    const int lm = ((lane >> 1) & 1) | ((lane >> (1 + LOG2_LN)) << 1);                      \
-    const int warp_m = warp / (BN / WN), warp_n = warp % (BN / WN);                         \
-    const int a_frag0 = warp_m * WM + 4 * lm;      /* first A column of the fragment */   \
-    const int b_frag0 = warp_n * WN + 4 * ln;                                               \
-    int tile_m, tile_n;                                                                     \
-    block_tile(M, N, &tile_m, &tile_n);                                                     \
-    const int row0 = tile_m * BM, col0 = tile_n * BN;
+// Where the calling thread works (steps 4-6): a_frag0, the first column of its A
+// fragment in the transposed A tile (its first row of C in the block tile), and
+// b_frag0, the first column of its B fragment (of C); row0, col0: the block's
+// C tile in C.
+__device__ __forceinline__ void warp_tile(int M, int N, int& a_frag0, int& b_frag0, int& row0, int& col0)
+{
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int ln = (lane & 1) | (((lane >> 2) & ((LN >> 1) - 1)) << 1);
+    const int lm = ((lane >> 1) & 1) | ((lane >> (1 + LOG2_LN)) << 1);
+    const int warp_m = warp / (BN / WN), warp_n = warp % (BN / WN);
+    a_frag0 = warp_m * WM + 4 * lm;
+    b_frag0 = warp_n * WN + 4 * ln;
+    int tile_m, tile_n;
+    block_tile(M, N, &tile_m, &tile_n);
+    row0 = tile_m * BM;
+    col0 = tile_n * BN;
+}
 
 // Store the TM x TN accumulators: float4 stores, rows and columns guarded.
-#define WARPTILE_EPILOGUE                                                                   \
-    _Pragma("unroll") for (int im = 0; im < TM / 4; ++im)                                   \
-    _Pragma("unroll") for (int i = 0; i < 4; ++i) {                                         \
-        const int gm = row0 + a_frag0 + im * 4 * LM + i;                                    \
-        if (gm < M) {                                                                       \
-            _Pragma("unroll") for (int in = 0; in < TN / 4; ++in) {                         \
-                const int gn = col0 + b_frag0 + in * 4 * LN;                                \
-                if (gn < N) {                                                               \
-                    float* c_ = acc[4 * im + i] + 4 * in;                                   \
-                    *reinterpret_cast<float4*>(C + (size_t)gm * N + gn) =                   \
-                        make_float4(c_[0], c_[1], c_[2], c_[3]);                            \
-                    RECORD((size_t)gm * N + gn); RECORD((size_t)gm * N + gn + 1);           \
-                    RECORD((size_t)gm * N + gn + 2); RECORD((size_t)gm * N + gn + 3);       \
-                }                                                                           \
-            }                                                                               \
-        }                                                                                   \
-    }
+__device__ __forceinline__ void store_c(float* __restrict__ C, const float (&acc)[TM][TN], int M, int N,
+                                        int row0, int col0, int a_frag0, int b_frag0 OWNER_PARAM)
+{
+    #pragma unroll
+    for (int im = 0; im < TM / 4; ++im)
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int gm = row0 + a_frag0 + im * 4 * LM + i;
+            if (gm < M) {
+                #pragma unroll
+                for (int in = 0; in < TN / 4; ++in) {
+                    const int gn = col0 + b_frag0 + in * 4 * LN;
+                    if (gn < N) {
+                        const float* c = acc[4 * im + i] + 4 * in;
+                        *reinterpret_cast<float4*>(C + (size_t)gm * N + gn) = make_float4(c[0], c[1], c[2], c[3]);
+                        RECORD((size_t)gm * N + gn); RECORD((size_t)gm * N + gn + 1);
+                        RECORD((size_t)gm * N + gn + 2); RECORD((size_t)gm * N + gn + 3);
+                    }
+                }
+            }
+        }
+}
 
 #define THREADS_ WT_THREADS
 #define WT_OK (WT_BASE_OK && 4 * BK * (A_LD + BN) <= STATIC_SMEM_MAX && (BM * BK / 4) % WT_THREADS == 0 && (BK * BN / 4) % WT_THREADS == 0 \
@@ -468,7 +497,9 @@ sgemm_warptile(const float* __restrict__ A, const float* __restrict__ B,
 #if WT_OK && (!ONE_ENTRY || defined(ENTRY_sgemm_warptile))
     __shared__ __align__(16) float As[BK * A_LD];
     __shared__ __align__(16) float Bs[BK * BN];
-    WARPTILE_SETUP
+    const int tid = threadIdx.x;
+    int a_frag0, b_frag0, row0, col0;
+    warp_tile(M, N, a_frag0, b_frag0, row0, col0);
     const int a_kq = tid % (BK / 4), a_m = tid / (BK / 4);
     const int b_nq = tid % (BN / 4), b_k = tid / (BN / 4);
 
@@ -482,12 +513,12 @@ sgemm_warptile(const float* __restrict__ A, const float* __restrict__ B,
         __syncthreads();
         #pragma unroll
         for (int k = 0; k < BK; ++k) {
-            LOAD_FRAGS(a, b, As, Bs, k)
-            OUTER_PRODUCT(acc, a, b)
+            load_frags(a, b, As, Bs, k, a_frag0, b_frag0);
+            outer_product(acc, a, b);
         }
         __syncthreads();
     }
-    WARPTILE_EPILOGUE
+    store_c(C, acc, M, N, row0, col0, a_frag0, b_frag0 OWNER_ARG);
 #endif
 }
 
@@ -506,7 +537,9 @@ sgemm_warptile_db(const float* __restrict__ A, const float* __restrict__ B,
 #if WT_DB_OK && (!ONE_ENTRY || defined(ENTRY_sgemm_warptile_db))
     __shared__ __align__(16) float As[2][BK * A_LD];
     __shared__ __align__(16) float Bs[2][BK * BN];
-    WARPTILE_SETUP
+    const int tid = threadIdx.x;
+    int a_frag0, b_frag0, row0, col0;
+    warp_tile(M, N, a_frag0, b_frag0, row0, col0);
     const int a_kq = tid % (BK / 4), a_m = tid / (BK / 4);
     const int b_nq = tid % (BN / 4), b_k = tid / (BN / 4);
 
@@ -518,7 +551,7 @@ sgemm_warptile_db(const float* __restrict__ A, const float* __restrict__ B,
     GLOBAL_TILE_LOAD(ra, rb, 0)
     SHARED_TILE_STORE(As[0], Bs[0], ra, rb)
     __syncthreads();
-    LOAD_FRAGS(a[0], b[0], As[0], Bs[0], 0)
+    load_frags(a[0], b[0], As[0], Bs[0], 0, a_frag0, b_frag0);
 
     int cur = 0;
     for (int kt = 0; kt < KT; ++kt) {
@@ -532,11 +565,11 @@ sgemm_warptile_db(const float* __restrict__ A, const float* __restrict__ B,
                 cur ^= 1;
             }
             // fragments of the next step (at k = BK-1: step 0 of the next tile)
-            LOAD_FRAGS(a[(k + 1) % 2], b[(k + 1) % 2], As[cur], Bs[cur], (k + 1) % BK)
-            OUTER_PRODUCT(acc, a[k % 2], b[k % 2])
+            load_frags(a[(k + 1) % 2], b[(k + 1) % 2], As[cur], Bs[cur], (k + 1) % BK, a_frag0, b_frag0);
+            outer_product(acc, a[k % 2], b[k % 2]);
         }
     }
-    WARPTILE_EPILOGUE
+    store_c(C, acc, M, N, row0, col0, a_frag0, b_frag0 OWNER_ARG);
 #endif
 }
 #undef THREADS_
@@ -545,18 +578,14 @@ sgemm_warptile_db(const float* __restrict__ A, const float* __restrict__ B,
 // cp.async (sm_80+): copies global -> shared without passing through
 // registers; the copies of a tile form one "group", and
 // cp.async.wait_group n waits until at most n groups are still in flight.
-// src-size 0 fills the destination with zeros (our edge handling).
+// src-size 0 fills the destination with zeros (our edge handling). The 16-byte
+// copy, the commit and the wait are in kernels/common.cuh (chapters 6-9 use
+// them too); A's transposing copies move 4 bytes each (.ca: cached in L1 too).
 __device__ __forceinline__ void cp_async4(float* dst, const float* src, bool valid)
 {
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
                  :: "r"(d), "l"(src), "r"(valid ? 4 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async16(float* dst, const float* src, bool valid)
-{
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                 :: "r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
 }
 // The same copies without the src-size operand: for copies known to be in range.
 __device__ __forceinline__ void cp_async4_full(float* dst, const float* src)
@@ -569,8 +598,6 @@ __device__ __forceinline__ void cp_async16_full(float* dst, const float* src)
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(d), "l"(src) : "memory");
 }
-#define CP_ASYNC_COMMIT() asm volatile("cp.async.commit_group;\n" ::: "memory")
-#define CP_ASYNC_WAIT(n) asm volatile("cp.async.wait_group %0;\n" :: "n"(n) : "memory")
 
 #define CA_A_COPIES (BM * BK / WT_THREADS)          // 4-byte copies of A per thread
 #define CA_B_COPIES (BK * BN / 4 / WT_THREADS)      // 16-byte copies of B per thread
@@ -595,7 +622,9 @@ sgemm_cp_async(const float* __restrict__ A, const float* __restrict__ B,
     extern __shared__ __align__(16) float smem[];
     float* As = smem;                                  // [STAGES][BK][A_LD]
     float* Bs = smem + STAGES * STAGE_A;               // [STAGES][BK][BN]
-    WARPTILE_SETUP
+    const int tid = threadIdx.x;
+    int a_frag0, b_frag0, row0, col0;
+    warp_tile(M, N, a_frag0, b_frag0, row0, col0);
 
     // A: thread copies k = a_k of rows a_m + j * (THREADS / BK), 4 bytes each;
     // a warp reads 32 / BK rows x BK consecutive floats (whole 32-byte sectors).
@@ -623,7 +652,7 @@ sgemm_cp_async(const float* __restrict__ A, const float* __restrict__ B,
 #if FAST_INTERIOR
         // A tile wholly inside A and B needs no check: one test per tile
         // replaces, for each of the CA_A_COPIES + CA_B_COPIES copies, a
-        // compare, a select of a dummy source and a src-size operand (~5
+        // compare, a select of a dummy source and a src-size operand (a few
         // instructions each in SASS). The plain loop it stands for is the
         // checked one below, which edge tiles still take. Whether it pays
         // depends on the rest of the build (see FAST_INTERIOR above).
@@ -650,7 +679,7 @@ sgemm_cp_async(const float* __restrict__ A, const float* __restrict__ B,
             const int kk = k0 + b_k + j * (WT_THREADS / (BN / 4));
             const bool ok = b_col_ok && kk < K;
             cp_async16(b_dst0 + s * STAGE_B + j * (WT_THREADS / (BN / 4)) * BN,
-                       ok ? b_src + j * b_step + (size_t)k0 * N : B, ok);
+                       ok ? b_src + j * b_step + (size_t)k0 * N : B, ok ? 16 : 0);
         }
     };
 
@@ -659,14 +688,14 @@ sgemm_cp_async(const float* __restrict__ A, const float* __restrict__ B,
     #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < KT) load_tile(s, s);
-        CP_ASYNC_COMMIT();
+        cp_async_commit();
     }
-    CP_ASYNC_WAIT(STAGES - 2);          // tile 0 has landed (for this thread) ...
+    cp_async_wait<STAGES - 2>();          // tile 0 has landed (for this thread) ...
     __syncthreads();                    // ... and for every thread
 
     float acc[TM][TN] = {};
     float a[2][TM], b[2][TN];
-    LOAD_FRAGS(a[0], b[0], As, Bs, 0)
+    load_frags(a[0], b[0], As, Bs, 0, a_frag0, b_frag0);
 
     int rd = 0, wr = STAGES - 1;        // stage read now, stage refilled next
     for (int kt = 0; kt < KT; ++kt) {
@@ -676,22 +705,22 @@ sgemm_cp_async(const float* __restrict__ A, const float* __restrict__ B,
                 // Tile kt+1 must be complete before its first fragments load.
                 // Groups committed: STAGES-1 + (kt+1); allowing STAGES-2 in
                 // flight means tiles 0 .. kt+1 are done.
-                CP_ASYNC_WAIT(STAGES - 2);
+                cp_async_wait<STAGES - 2>();
                 __syncthreads();
                 rd = (rd + 1 == STAGES) ? 0 : rd + 1;
             }
-            LOAD_FRAGS(a[(k + 1) % 2], b[(k + 1) % 2], As + rd * STAGE_A, Bs + rd * STAGE_B, (k + 1) % BK)
+            load_frags(a[(k + 1) % 2], b[(k + 1) % 2], As + rd * STAGE_A, Bs + rd * STAGE_B, (k + 1) % BK, a_frag0, b_frag0);
             if (k == 0) {
                 // Refill the stage everybody finished reading before the last
                 // barrier (it held tile kt-1) with tile kt + STAGES - 1.
                 if (kt + STAGES - 1 < KT) load_tile(kt + STAGES - 1, wr);
-                CP_ASYNC_COMMIT();
+                cp_async_commit();
                 wr = (wr + 1 == STAGES) ? 0 : wr + 1;
             }
-            OUTER_PRODUCT(acc, a[k % 2], b[k % 2])
+            outer_product(acc, a[k % 2], b[k % 2]);
         }
     }
-    CP_ASYNC_WAIT(0);                   // nothing may land after the block exits
-    WARPTILE_EPILOGUE
+    cp_async_wait<0>();                   // nothing may land after the block exits
+    store_c(C, acc, M, N, row0, col0, a_frag0, b_frag0 OWNER_ARG);
 #endif
 }

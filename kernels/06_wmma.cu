@@ -47,10 +47,11 @@
 //   M is free. Tiles that overhang M, N or K are zero-filled by cp.async
 //   (src-size operand 0) and the stores are guarded.
 //
-// Tile parameters (-D): BM, BN (block tile), BK (multiple of 16), WM, WN
-// (warp tile, multiples of 16), PAD (row padding in elements, multiple of 8),
-// STAGES (>= 2), GROUP_M (block rasterization group, 1 = plain order),
-// BF16, ACC_F16, WRONG_LAYOUT (0/1).
+// Tile parameters (-D; the defaults are those of the catalog entry wmma_f16,
+// whose 128 x 128 tile the two pitfall entries widen to 128 x 256): BM, BN
+// (block tile), BK (multiple of 16), WM, WN (warp tile, multiples of 16), PAD
+// (row padding in elements, multiple of 8), STAGES (>= 2), GROUP_M (block
+// rasterization group, 1 = plain order), BF16, ACC_F16, WRONG_LAYOUT (0/1).
 // Launch: block = (BM/WM * BN/WN * 32); grid = (ceil(N/BN), ceil(M/BM));
 //   dynamic shared memory = max(STAGES * (BM*(BK+PAD) + BK*(BN+PAD)) * 2,
 //                               warps * 16 * (WN + CPAD) * sizeof(accumulator)).
@@ -58,51 +59,44 @@
 // blockLinear * 1024 + threadIdx.x of the thread that stored it.
 
 #include <mma.h>
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
 
 #ifndef BM
-#define BM 128
+#define BM 128               // block tile: 128 x 128 of C, 4 warps ...
 #endif
 #ifndef BN
-#define BN 256
+#define BN 128
 #endif
 #ifndef BK
-#define BK 32
+#define BK 32                // ... 2 k16 steps per k-tile
 #endif
 #ifndef WM
-#define WM 64
+#define WM 64                // warp tile: 4 x 4 fragments of 16 x 16
 #endif
 #ifndef WN
 #define WN 64
 #endif
 #ifndef PAD
-#define PAD 8
+#define PAD 8                // 16 bytes per shared row: conflict-free fragment loads
 #endif
 #ifndef STAGES
-#define STAGES 3
+#define STAGES 3             // cp.async ring depth
 #endif
 #ifndef GROUP_M
-#define GROUP_M 8
+#define GROUP_M 8            // tile-order group height (1: plain order)
 #endif
 #ifndef BF16
-#define BF16 0
+#define BF16 0               // 1: bfloat16
 #endif
 #ifndef ACC_F16
-#define ACC_F16 0
+#define ACC_F16 0            // pitfall: fp16 accumulator
 #endif
 #ifndef WRONG_LAYOUT
-#define WRONG_LAYOUT 0
+#define WRONG_LAYOUT 0       // pitfall: B fragment declared col_major
 #endif
 using namespace nvcuda;
 
-#if BF16
-typedef __nv_bfloat16 T;
-__device__ __forceinline__ T to_T(float x) { return __float2bfloat16_rn(x); }
-#else
-typedef __half T;
-__device__ __forceinline__ T to_T(float x) { return __float2half_rn(x); }
-#endif
+#include "fp16.cuh"           // T, to_T
+#include "common.cuh"         // cp_async16, cp_async_commit, cp_async_wait, tile_coords
 
 #if ACC_F16
 #if BF16
@@ -141,17 +135,6 @@ static_assert(STAGES >= 2, "at least two stages");
 
 #include "instrument.cuh"     // OWNER_PARAM, RECORD(idx): the -DRECORD_OWNER=1 build
 
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool in_bounds)
-{
-    // src-size 0: write 16 zero bytes, read nothing (the tile's overhang).
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                 :: "r"(d), "l"(src), "r"(in_bounds ? 16 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N_PENDING>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N_PENDING) : "memory"); }
-
 // Fragment loads from shared memory. For fp16 this is plain load_matrix_sync,
 // which nvcc turns into one ldmatrix (LDSM) per fragment. For bf16, nvcc 13
 // emits the same PTX instruction, wmma.load, but with a generic address (no
@@ -180,19 +163,8 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 #define LOAD_B(frag, ptr, ldm) wmma::load_matrix_sync(frag, ptr, ldm)
 #endif
 
-// Block rasterization (as in heaven 7): GROUP_M tile rows are walked
-// column by column, so blocks resident together share A and B panels in L2.
-__device__ __forceinline__ void tile_of_block(int& pid_m, int& pid_n)
-{
-    const int grid_n = gridDim.x, grid_m = gridDim.y;
-    const int pid = blockIdx.y * grid_n + blockIdx.x;
-    const int per_group = GROUP_M * grid_n;
-    const int first_m = (pid / per_group) * GROUP_M;
-    const int group_h = min(grid_m - first_m, GROUP_M);
-    pid_m = first_m + (pid % per_group) % group_h;
-    pid_n = (pid % per_group) / group_h;
-}
-
+// One k-tile of A (BM x BK) and B (BK x BN) into a stage, 16 bytes per cp.async;
+// a chunk outside the matrix is zero-filled (src-size 0: the tile's overhang).
 __device__ __forceinline__ void load_tile(T* sA, T* sB, const T* __restrict__ A, const T* __restrict__ B,
                                           int M, int N, int K, int m0, int n0, int k0, int tid)
 {
@@ -200,13 +172,13 @@ __device__ __forceinline__ void load_tile(T* sA, T* sB, const T* __restrict__ A,
     for (int i = 0; i < BM * BK / 8 / THREADS; ++i) {
         const int q = tid + i * THREADS, row = q / (BK / 8), col = (q % (BK / 8)) * 8;
         const bool ok = m0 + row < M && k0 + col < K;
-        cp_async16(sA + row * LDA_S + col, ok ? A + (size_t)(m0 + row) * K + k0 + col : A, ok);
+        cp_async16(sA + row * LDA_S + col, ok ? A + (size_t)(m0 + row) * K + k0 + col : A, ok ? 16 : 0);
     }
     #pragma unroll
     for (int i = 0; i < BK * BN / 8 / THREADS; ++i) {
         const int q = tid + i * THREADS, row = q / (BN / 8), col = (q % (BN / 8)) * 8;
         const bool ok = k0 + row < K && n0 + col < N;
-        cp_async16(sB + row * LDB_S + col, ok ? B + (size_t)(k0 + row) * N + n0 + col : B, ok);
+        cp_async16(sB + row * LDB_S + col, ok ? B + (size_t)(k0 + row) * N + n0 + col : B, ok ? 16 : 0);
     }
 }
 
@@ -218,8 +190,8 @@ gemm_wmma(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
     T* sA = reinterpret_cast<T*>(smem);            // STAGES x [BM][LDA_S]
     T* sB = sA + STAGES * A_STAGE;                 // STAGES x [BK][LDB_S]
 
-    int pid_m, pid_n;
-    tile_of_block(pid_m, pid_n);
+    int pid_m, pid_n;            // block rasterization, as in heaven 7 (GROUP_M order)
+    tile_coords(blockIdx.y * gridDim.x + blockIdx.x, gridDim.y, gridDim.x, GROUP_M, pid_m, pid_n);
     const int m0 = pid_m * BM, n0 = pid_n * BN;
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int wm = warp / WARPS_N, wn = warp % WARPS_N;

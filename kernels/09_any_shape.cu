@@ -33,10 +33,10 @@
 //       padding being zero: true for K % 8 == 0 and N % 8 == 0 (no padding)
 //       and for the "repack" path, which copies A and B once into buffers
 //       with lda = round_up(K, 8), ldb = round_up(N, 8), padding zeroed,
-//       and writes C directly. The byte count costs ~8 instructions per
+//       and writes C directly. The byte count costs about 8 instructions per
 //       chunk in the main loop, and with them ptxas hoisted all 64 mma of a
-//       k-tile above the barrier: 305 -> 377 TFLOP/s without it (H200, fp16,
-//       4096^3; notes/any_shape_tuning.md).
+//       k-tile above the barrier, which made the kernel markedly slower
+//       (notes/any_shape_tuning.md has the measurement).
 //    c. Predication, ALIGNED=0: any base pointer, any stride (a view that
 //       starts one element in; K = 4093). A 16-byte chunk of a row is then
 //       only 2-byte aligned, which cp.async cannot read. The chunk goes
@@ -44,8 +44,8 @@
 //       permutes that shift it into place (fetch8 + combine), one 16-byte
 //       st.shared. The loads of a k16 step's chunks are issued before its
 //       mma instructions and combined and stored after them, so their
-//       latency hides behind the Tensor Cores (partly: ~0.3 of the
-//       cp.async kernel's rate at 4093^3 on the H200).
+//       latency hides behind the Tensor Cores, in part (chapter 9 compares
+//       its rate with the cp.async build's).
 //    The epilogue stores only inside the matrix; two elements at a time when
 //    ldc is even and C 4-byte aligned, one at a time otherwise.
 //
@@ -86,102 +86,64 @@
 //   STAGES * (BM*BK + BK*BN) * 2 bytes; gemm_any grid = (ceil(N/BN),
 //   ceil(M/BM), splits) or (X) for tiles 0..X-1; gemm_streamk grid = (number
 //   of SMs); splitk_reduce, pad_copy, unpad_copy: any 1-D grid (grid-stride).
-// The file includes no header: 16-bit values are moved as raw bits
+// This file is longer than the book's other kernels (about 700 lines): any
+// shape, split-K and stream-K are three uses of one main loop (mac_loop) and
+// one epilogue, and the padding path's copies (pad_copy, unpad_copy) run in
+// the same calls; the chapter shows gemm_any and gemm_streamk one at a time.
+//
+// The file includes no CUDA header: 16-bit values are moved as raw bits
 // (unsigned short) and converted with cvt PTX, so NVRTC needs no CUDA headers.
+// The tile defaults are those of the catalog entry any_shape_f16 (the other
+// entries of chapter 9 change only ALIGNED and BF16).
 
 #ifndef BM
-#define BM 128
+#define BM 128               // the block tile of heaven 7 ...
 #endif
 #ifndef BN
 #define BN 256
 #endif
 #ifndef BK
-#define BK 32
+#define BK 32                // ... with 2 k16 steps per k-tile
 #endif
 #ifndef WM
-#define WM 64
+#define WM 64                // warp tile, as heaven 7
 #endif
 #ifndef WN
 #define WN 64
 #endif
 #ifndef STAGES
-#define STAGES 4
+#define STAGES 4             // >= 3 here: ALIGNED=0 stores a tile one k16 step late
 #endif
 #ifndef GROUP_M
-#define GROUP_M 8
+#define GROUP_M 8            // tile-order group height
 #endif
 #ifndef BF16
-#define BF16 0
+#define BF16 0               // 1: bfloat16 (cvt and mma types)
 #endif
 #ifndef ALIGNED
-#define ALIGNED 1
+#define ALIGNED 1            // 0: chunks through registers, any alignment
 #endif
 #ifndef PARTIAL_CHUNKS
-#define PARTIAL_CHUNKS 0
+#define PARTIAL_CHUNKS 0     // 1: a chunk that straddles an edge copies only its inside
 #endif
+#define SWIZZLE 1            // heaven 7's layout, always
 
 typedef unsigned short T;     // raw 16 bits of one fp16 / bf16 element
 struct alignas(16) U4 { unsigned x, y, z, w; };   // 8 elements, one 16-byte chunk (in registers)
 
+#include "mma_sm80.cuh"       // heaven 7's pieces: sizes, PTX wrappers, swizzle, Loader, fragments
+
 #if BF16
-#define MMA_AB "bf16"
 #define CVT_X2 "cvt.rn.bf16x2.f32"
 #define CVT_X1 "cvt.rn.bf16.f32"
 #else
-#define MMA_AB "f16"
 #define CVT_X2 "cvt.rn.f16x2.f32"
 #define CVT_X1 "cvt.rn.f16.f32"
 #endif
 
-#define WARPS_M (BM / WM)
-#define WARPS_N (BN / WN)
-#define THREADS (WARPS_M * WARPS_N * 32)
-#define MT (WM / 16)          // m16 fragments per warp tile
-#define NT (WN / 8)           // n8 fragments per warp tile
-#define KK (BK / 16)          // k16 steps per k-tile
-#define RA (BK / 8)           // 16-byte chunks per row of the A tile
-#define RB (BN / 8)           // 16-byte chunks per row of the B tile
-#define A_STAGE (BM * BK)     // elements
-#define B_STAGE (BK * BN)
-#define CA (BM * RA / THREADS) // 16-byte A chunks per thread per k-tile
-#define CB (BK * RB / THREADS) // 16-byte B chunks per thread per k-tile
-#define NCH (CA + CB)
-#define A_STEP (THREADS / RA)  // rows between a thread's A chunks
-#define B_STEP (THREADS / RB)
-#define GROUP_CH ((NCH + KK - 1) / KK) // chunks copied per k16 step
-
-static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must tile the block tile");
-static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile must be a multiple of 16");
-static_assert(BK == 32 || BK == 64, "BK must be 32 or 64 (an even number of k16 steps)");
 static_assert(STAGES >= 3, "at least three stages (ALIGNED=0 stores a tile one k16 step late)");
-static_assert((BM * RA) % THREADS == 0 && (BK * RB) % THREADS == 0,
-              "16-byte chunks of a tile must spread evenly over the threads");
-static_assert(THREADS % RA == 0 && THREADS % RB == 0,
-              "a thread's chunks must stay in one column of chunks");
-static_assert(THREADS % (8 * (RA > 8 ? RA : 8)) == 0 && THREADS % (8 * (RB > 8 ? RB : 8)) == 0,
-              "a thread's chunks must lie a multiple of 8 rows (128-byte lines) apart, "
-              "so one swizzled offset per thread serves all of them");
 
 // ---------------------------------------------------------------- PTX wrappers
-
-// Physical 16-byte chunk of logical chunk q in a tile with R chunks per row
-// (heaven 7, item 3): the chunk index XOR the row (or 128-byte line) mod 8.
-__device__ __forceinline__ int swz(int q, int R)
-{
-    const int line = R >= 8 ? q / R : q / 8;
-    return q ^ (line & 7);
-}
-
-// cp.async with a byte count: src_size bytes are read, 16 - src_size zeros
-// written. src_size 0 reads nothing (src must still be a valid address).
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int src_size)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                 :: "r"(dst), "l"(src), "r"(src_size) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N_PENDING>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N_PENDING) : "memory"); }
 
 __device__ __forceinline__ unsigned ldg32(const unsigned* p)
 {
@@ -224,24 +186,6 @@ __device__ __forceinline__ void sts128(unsigned addr, U4 v)
 {
     asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};\n"
                  :: "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
-
-__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_trans(unsigned (&r)[4], unsigned addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2])
-{
-    asm("mma.sync.aligned.m16n8k16.row.col.f32." MMA_AB "." MMA_AB ".f32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 // fp32 -> 16-bit, round to nearest even. pack2: x in the low half (lower address).
@@ -315,38 +259,19 @@ __device__ __forceinline__ U4 load8(const T* p, int n)
 __device__ __forceinline__ int clampi(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 
-// ---------------------------------------------------------------- tile order
-
-// Tile number -> (tile row, tile column), GROUP_M tile rows walked column by
-// column (heaven 7, item 5). Plain order: pid_m = pid / grid_n, pid_n = pid % grid_n.
-__device__ __forceinline__ void tile_coords(int pid, int grid_m, int grid_n, int& pid_m, int& pid_n)
-{
-    const int per_group = GROUP_M * grid_n;
-    const int first_m = (pid / per_group) * GROUP_M;
-    const int group_h = imin(grid_m - first_m, GROUP_M);
-    pid_m = first_m + (pid % per_group) % group_h;
-    pid_n = (pid % per_group) / group_h;
-}
-
 // ---------------------------------------------------------------- copies
 
-struct Loader {                // one thread's copy state
-    const T* a_ptr;            // its first A chunk of the next k-tile
-    const T* b_ptr;            // its first B chunk of the next k-tile
-    long long a_step, b_step;  // elements between its consecutive A (B) chunks
-    unsigned a_dst, b_dst;     // swizzled byte offsets inside a stage
-    unsigned a_rows_ok;        // bit i: the row of A chunk i is < M
-    int a_col, b_row;          // column of its A chunks, row of its first B chunk, in the tile
-    int b_n_left;              // N - (global column of its B chunks)
-};
+// One thread's copy state: heaven 7's Loader (kernels/mma_sm80.cuh) with 64-bit
+// steps, since the strides here are any int and M, N, K unchecked.
+typedef Loader<long long> Loader64;
 
 // How many of the 8 elements of A chunk c / B chunk c of the k-tile starting
 // at k0 lie inside the matrix (kb = end of this block's k range).
-__device__ __forceinline__ int a_valid(const Loader& ld, int c, int kb, int k0)
+__device__ __forceinline__ int a_valid(const Loader64& ld, int c, int kb, int k0)
 {
     return ((ld.a_rows_ok >> c) & 1u) ? clampi(kb - k0 - ld.a_col, 0, 8) : 0;
 }
-__device__ __forceinline__ int b_valid(const Loader& ld, int i, int kb, int k0)
+__device__ __forceinline__ int b_valid(const Loader64& ld, int i, int kb, int k0)
 {
     return k0 + ld.b_row + i * B_STEP < kb ? clampi(ld.b_n_left, 0, 8) : 0;
 }
@@ -354,9 +279,9 @@ __device__ __forceinline__ int b_valid(const Loader& ld, int i, int kb, int k0)
 #if ALIGNED
 // Chunks first..last-1 of this thread's share of a k-tile (A chunks, then B),
 // global -> shared with no registers. Partial chunks: src_size < 16.
-__device__ __forceinline__ void copy_chunks(int first, int last, unsigned sA, unsigned sB,
-                                            const Loader& ld, const T* __restrict__ A,
-                                            const T* __restrict__ B, int kb, int k0)
+__device__ __forceinline__ void async_chunks(int first, int last, unsigned sA, unsigned sB,
+                                             const Loader64& ld, const T* __restrict__ A,
+                                             const T* __restrict__ B, int kb, int k0)
 {
 #if PARTIAL_CHUNKS
     #pragma unroll
@@ -372,30 +297,18 @@ __device__ __forceinline__ void copy_chunks(int first, int last, unsigned sA, un
         }
     }
 #else
-    // Whole chunks: a chunk is copied (16 bytes) when its first element is
-    // inside, else zero-filled. Elements past K (N) inside a copied chunk
-    // are the row padding of a repacked buffer, zeros (pad_copy).
-    const bool a_k_ok = k0 + ld.a_col < kb;
-    #pragma unroll
-    for (int c = 0; c < NCH; ++c) {
-        if (c < first || c >= last)
-            continue;
-        if (c < CA) {
-            const bool ok = a_k_ok && ((ld.a_rows_ok >> c) & 1u);
-            cp_async16(sA + ld.a_dst + c * THREADS * 16, ok ? ld.a_ptr + c * ld.a_step : A, ok ? 16 : 0);
-        } else {
-            const int i = c - CA;
-            const bool ok = ld.b_n_left > 0 && k0 + ld.b_row + i * B_STEP < kb;
-            cp_async16(sB + ld.b_dst + i * THREADS * 16, ok ? ld.b_ptr + i * ld.b_step : B, ok ? 16 : 0);
-        }
-    }
+    // Whole chunks, as heaven 7 copies them (copy_chunks): a chunk is copied
+    // (16 bytes) when its first element is inside, else zero-filled. Elements
+    // past K (N) inside a copied chunk are the row padding of a repacked
+    // buffer, zeros (pad_copy).
+    copy_chunks(first, last, sA, sB, ld, A, B, kb, k0, ld.b_n_left > 0);
 #endif
 }
 #else
 // The same chunks through registers: fetch (global loads in flight), then,
 // after some Tensor Core work, put (combine + st.shared).
 __device__ __forceinline__ void fetch_chunks(int first, int last, Raw (&v)[NCH],
-                                             const Loader& ld, int kb, int k0)
+                                             const Loader64& ld, int kb, int k0)
 {
     #pragma unroll
     for (int c = 0; c < NCH; ++c) {
@@ -408,7 +321,7 @@ __device__ __forceinline__ void fetch_chunks(int first, int last, Raw (&v)[NCH],
     }
 }
 __device__ __forceinline__ void put_chunks(int first, int last, const Raw (&v)[NCH],
-                                           unsigned sA, unsigned sB, const Loader& ld)
+                                           unsigned sA, unsigned sB, const Loader64& ld)
 {
     #pragma unroll
     for (int c = 0; c < NCH; ++c) {
@@ -423,37 +336,20 @@ __device__ __forceinline__ void put_chunks(int first, int last, const Raw (&v)[N
 #endif
 
 // A whole k-tile (the prologue).
-__device__ __forceinline__ void copy_tile(unsigned sA, unsigned sB, Loader& ld, const T* __restrict__ A,
+__device__ __forceinline__ void copy_tile(unsigned sA, unsigned sB, Loader64& ld, const T* __restrict__ A,
                                           const T* __restrict__ B, int kb, int k0, int ldb)
 {
 #if ALIGNED
-    copy_chunks(0, NCH, sA, sB, ld, A, B, kb, k0);
+    async_chunks(0, NCH, sA, sB, ld, A, B, kb, k0);
 #else
     Raw v[NCH];
     fetch_chunks(0, NCH, v, ld, kb, k0);
     put_chunks(0, NCH, v, sA, sB, ld);
 #endif
-    ld.a_ptr += BK;
-    ld.b_ptr += (long long)BK * ldb;
+    next_tile(ld, ldb);
 }
 
 // ---------------------------------------------------------------- MAC loop
-
-__device__ __forceinline__ void load_frags(unsigned (&af)[MT][4], unsigned (&bf)[NT][2],
-                                           unsigned sA, unsigned sB, const unsigned (&a_off)[KK],
-                                           const unsigned (&b_off)[WN / 16], int ks)
-{
-    #pragma unroll
-    for (int mi = 0; mi < MT; ++mi)
-        ldsm_x4(af[mi], sA + a_off[ks] + mi * 16 * RA * 16);
-    #pragma unroll
-    for (int nj = 0; nj < WN / 16; ++nj) {
-        unsigned r[4];
-        ldsm_x4_trans(r, sB + b_off[nj] + ks * 16 * RB * 16);
-        bf[2 * nj][0] = r[0];  bf[2 * nj][1] = r[1];
-        bf[2 * nj + 1][0] = r[2];  bf[2 * nj + 1][1] = r[3];
-    }
-}
 
 // acc += A[m0:m0+BM, kt0*BK : kt1*BK] @ B[same k, n0:n0+BN] (clipped to the
 // matrix). Leaves the pipeline drained and shared memory free (a final
@@ -467,30 +363,10 @@ __device__ __forceinline__ void mac_loop(float (&acc)[MT][NT][4],
     const int wm = warp / WARPS_N, wn = warp % WARPS_N;
     const int kb = imin(K, kt1 * BK);            // loads stop here (split-K / stream-K range end)
 
-    Loader ld;
-    {
-        const int a_row = tid / RA, b_col = (tid % RB) * 8;
-        ld.a_col = (tid % RA) * 8;
-        ld.b_row = tid / RB;
-        ld.a_ptr = A + (long long)(m0 + a_row) * lda + kt0 * BK + ld.a_col;
-        ld.b_ptr = B + (long long)(kt0 * BK + ld.b_row) * ldb + n0 + b_col;
-        ld.a_step = (long long)A_STEP * lda;
-        ld.b_step = (long long)B_STEP * ldb;
-        ld.a_dst = swz(tid, RA) * 16;
-        ld.b_dst = swz(tid, RB) * 16;
-        ld.a_rows_ok = 0;
-        #pragma unroll
-        for (int i = 0; i < CA; ++i)
-            ld.a_rows_ok |= (m0 + a_row + i * A_STEP < M ? 1u : 0u) << i;
-        ld.b_n_left = N - (n0 + b_col);
-    }
-    unsigned a_off[KK], b_off[WN / 16];
-    #pragma unroll
-    for (int ks = 0; ks < KK; ++ks)
-        a_off[ks] = swz((wm * WM + lane % 16) * RA + ks * 2 + lane / 16, RA) * 16;
-    #pragma unroll
-    for (int nj = 0; nj < WN / 16; ++nj)
-        b_off[nj] = swz((lane % 16) * RB + (wn * WN + nj * 16) / 8 + lane / 16, RB) * 16;
+    Loader64 ld;
+    init_loader<long long>(ld, A, B, lda, ldb, M, N, m0, n0, kt0 * BK);
+    FragRows fr;
+    init_frag_rows(fr, wm, wn, lane);
 
     // Prologue: k-tiles kt0 .. kt0+STAGES-2 in flight (zero-filled past kb).
     #pragma unroll
@@ -503,7 +379,7 @@ __device__ __forceinline__ void mac_loop(float (&acc)[MT][NT][4],
 
     unsigned af[2][MT][4], bf[2][NT][2];
     int rs = 0, ws = STAGES - 1;
-    load_frags(af[0], bf[0], sA0, sB0, a_off, b_off, 0);
+    load_frags(af[0], bf[0], sA0, sB0, fr, 0);
 
     for (int kt = kt0; kt < kt1; ++kt) {
         const int kn = kt + STAGES - 1;        // k-tile being copied during this one
@@ -517,10 +393,9 @@ __device__ __forceinline__ void mac_loop(float (&acc)[MT][NT][4],
 #endif
             if (ks == KK - 1) {
 #if ALIGNED
-                copy_chunks(c0, c1, wA, wB, ld, A, B, kb, kn * BK);
+                async_chunks(c0, c1, wA, wB, ld, A, B, kb, kn * BK);
 #endif
-                ld.a_ptr += BK;
-                ld.b_ptr += (long long)BK * ldb;
+                next_tile(ld, ldb);
                 cp_async_commit();
                 ws = (ws + 1 == STAGES) ? 0 : ws + 1;
                 cp_async_wait<STAGES - 2>();                       // k-tile kt+1 has landed
@@ -529,16 +404,12 @@ __device__ __forceinline__ void mac_loop(float (&acc)[MT][NT][4],
             }
             if (ks < KK - 1 || kt + 1 < kt1)
                 load_frags(af[(ks + 1) % 2], bf[(ks + 1) % 2], sA0 + rs * A_STAGE * 2,
-                           sB0 + rs * B_STAGE * 2, a_off, b_off, (ks + 1) % KK);
+                           sB0 + rs * B_STAGE * 2, fr, (ks + 1) % KK);
 #if ALIGNED
             if (ks < KK - 1)
-                copy_chunks(c0, c1, wA, wB, ld, A, B, kb, kn * BK);
+                async_chunks(c0, c1, wA, wB, ld, A, B, kb, kn * BK);
 #endif
-            #pragma unroll
-            for (int mi = 0; mi < MT; ++mi)
-                #pragma unroll
-                for (int nj = 0; nj < NT; ++nj)
-                    mma16816(acc[mi][nj], af[ks % 2][mi], bf[ks % 2][nj]);
+            mma_tile(acc, af[ks % 2], bf[ks % 2]);
 #if !ALIGNED
             // ... and stored behind the mma. Stage ws (the copy of k-tile kn)
             // is read from iteration kn - 1 on, after at least one barrier
@@ -625,17 +496,13 @@ gemm_any(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, fl
     // (ceil(N/BN), ceil(M/BM), splits) covers every tile; a 1-D grid of X
     // blocks covers tiles 0..X-1 only (the data-parallel part of the hybrid).
     int pid_m, pid_n;
-    tile_coords(blockIdx.y * gridDim.x + blockIdx.x, (M + BM - 1) / BM, (N + BN - 1) / BN, pid_m, pid_n);
+    tile_coords(blockIdx.y * gridDim.x + blockIdx.x, (M + BM - 1) / BM, (N + BN - 1) / BN, GROUP_M, pid_m, pid_n);
     const int m0 = pid_m * BM, n0 = pid_n * BN;
     const int KT = (K + BK - 1) / BK;
     const int kt0 = blockIdx.z * kt_per_split, kt1 = imin(KT, kt0 + kt_per_split);
 
     float acc[MT][NT][4];
-    #pragma unroll
-    for (int i = 0; i < MT; ++i)
-        #pragma unroll
-        for (int j = 0; j < NT; ++j)
-            acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.f;
+    zero_acc(acc);
 
     if (kt0 < kt1)                               // an empty last range still writes its zeros
         mac_loop(acc, A, B, M, N, K, lda, ldb, m0, n0, kt0, kt1, sA0, sB0);
@@ -686,7 +553,8 @@ extern "C" __global__ void splitk_reduce(float* __restrict__ W, T* __restrict__ 
 // tiles 0..sk_first-1, data-parallel), then this kernel for the rest.
 // (A first version also did the data-parallel tiles in this kernel, in a
 // loop before the stream-K part: with two inlined MAC loops' worth of live
-// state ptxas scheduled the main loop worse, ~10 % slower per tile.)
+// state ptxas scheduled the main loop worse, and every tile was slower;
+// notes/any_shape_tuning.md.)
 // A range is walked as segments, one per tile it touches. A segment that
 // starts a tile (kt0 == 0) makes its block the tile's owner; a segment that
 // does not is the first of its block (ranges are contiguous), so each block
@@ -708,13 +576,6 @@ gemm_streamk(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C
     const int KT = (K + BK - 1) / BK;
 
     float acc[MT][NT][4];
-    auto zero = [&]() {
-        #pragma unroll
-        for (int i = 0; i < MT; ++i)
-            #pragma unroll
-            for (int j = 0; j < NT; ++j)
-                acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.f;
-    };
 
     const int iters = (tiles - sk_first) * KT;   // the host keeps tiles * KT < 2^31
     const int it1 = sk_begin(b + 1, iters, G);
@@ -724,9 +585,9 @@ gemm_streamk(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C
         const int kt1 = imin(KT, kt0 + (it1 - it));
         it += kt1 - kt0;
         int pm, pn;
-        tile_coords(t, grid_m, grid_n, pm, pn);
+        tile_coords(t, grid_m, grid_n, GROUP_M, pm, pn);
         const int m0 = pm * BM, n0 = pn * BN;
-        zero();
+        zero_acc(acc);
         mac_loop(acc, A, B, M, N, K, lda, ldb, m0, n0, kt0, kt1, sA0, sB0);
 
         if (kt0 != 0) {
@@ -803,9 +664,9 @@ extern "C" __global__ void pad_copy(const T* __restrict__ src, int rows, int col
 // C's first 16-byte boundary go one at a time (head), and so do those after
 // its last chunk. (The first version stored each element on its own, as in
 //   for (r, c) in M x N: C[r * N + c] = src[r * scols + c];
-// eight 2-byte stores per thread: 0.26 of a memcpy's bandwidth at 4093^2 on
-// the H200, against 1.04 for pad_copy's 16-byte stores;
-// scripts/hopper_anyshape_breakdown.py.)
+// eight 2-byte stores per thread, far from a memcpy's bandwidth, where
+// pad_copy's 16-byte stores reach it: scripts/hopper_anyshape_breakdown.py,
+// notes/any_shape_tuning.md.)
 __device__ __forceinline__ T unpad_elem(const T* src, int scols, int N, long long e)
 {
     const long long r = e / N;

@@ -83,19 +83,17 @@
 //           take vertically adjacent tiles (same columns of B). Each loads
 //           its own A and HALF of the B tile, multicast into both CTAs'
 //           shared memory (.multicast::cluster): B traffic from L2 halves.
-//           Consumers release a slot in both CTAs (remote mbarrier arrive).
-//           Pitfall measured on the H200: a remote arrive with
-//           .release.cluster semantics (CLUSTER_ARRIVE=1) halves the speed
-//           (0.54 of cuBLAS instead of 0.90); the default .release.cta form
-//           is enough, since the slot's readers are the async wgmma, already
-//           complete at wait_group.
+//           Consumers release a slot in both CTAs (remote mbarrier arrive,
+//           with the default .release.cta semantics: the slot's readers are
+//           the async wgmma, already complete at wait_group; chapter 10 shows
+//           what a .release.cluster arrive costs instead).
 //   rung 5  EPI_TMA=1 : the epilogue goes through shared memory: each
 //           consumer rounds its 64 x 256 block to T into a 16 KB staging
 //           buffer (two 64 x 128 halves, 128-byte swizzled, conflict-free
 //           4-byte writes), fence.proxy.async, and one thread issues TMA
 //           stores (the engine clips the M, N edges). Instead of 64 scattered
 //           4-byte global stores per thread, whole 128-byte lines leave the
-//           SM asynchronously. Measured: 0.90 -> 0.99 of cuBLAS at 4096^3.
+//           SM asynchronously (chapter 10 measures what that is worth).
 //
 // Chapter 9 borrows rungs 3-4 for split-K (SPLIT_K=1): a work unit is a
 //   (tile, k range) pair, unit u = z * tiles + t, so the persistent loop
@@ -115,16 +113,18 @@
 //   multiple of BK (zero-filled K tail).
 //   M, N, K < 2^31 each (the C offset is computed in 64 bits).
 //
-// Tile parameters (-D): BF16 (0/1); STAGES (ring depth, 2..4: 4 x 48 KB fits
-//   the 227 KB opt-in limit); GROUP_M (tile-order group height, >= 1);
-//   PERSISTENT (0/1); CLUSTER_M (1 or 2); EPI_TMA (0/1); SPLIT_K (0/1, with
-//   EPI_TMA=0: chapter 9's split-K); and the switches
-//   kept for the measurements in notes/hopper_tuning.md: MULTICAST (0/1),
-//   CLUSTER_ARRIVE (0/1/2), WAIT_SPIN (0/1), EARLY_RELEASE (0/1),
-//   B_DESC_SWAP (0/1, a wrong descriptor: must fail the check),
-//   PRODUCER_REGS / CONSUMER_REGS (setmaxnreg targets). BM = 128 (two consumer warpgroups
-//   x m64), BN = 256 (wgmma n256), BK = 64 (one 128-byte swizzle atom) are
-//   fixed by the instruction shapes and the swizzle and are asserted.
+// Tile parameters (-D; the defaults below are those of the catalog entry
+//   hopper_r2_warp_specialized_f16, the first rung of hopper_ws: every rung
+//   switch off; rungs 3-5 turn them on, rung 1 reads only BF16 and STAGES):
+//   BF16 (0/1); STAGES (ring depth, 2..4: 4 x 48 KB fits the 227 KB opt-in
+//   limit); GROUP_M (tile-order group height, >= 1); PERSISTENT (0/1);
+//   CLUSTER_M (1 or 2); EPI_TMA (0/1); SPLIT_K (0/1, with EPI_TMA=0: chapter
+//   9's split-K); PRODUCER_REGS / CONSUMER_REGS (the setmaxnreg targets).
+//   BM = 128 (two consumer warpgroups x m64), BN = 256 (wgmma n256), BK = 64
+//   (one 128-byte swizzle atom) are fixed by the instruction shapes and the
+//   swizzle and are asserted. The PTX wrappers are in kernels/hopper_sm90.cuh;
+//   kernels/experiments/10_hopper_variants.cu builds this file with some of
+//   them replaced, for the measurements in notes/hopper_tuning.md.
 // Launch (rungs 2-5): block = 384, dynamic shared memory = SMEM_WS bytes,
 //   grid = CLUSTER_M x row units x column tiles (PERSISTENT=0), or, persistent,
 //   a multiple of CLUSTER_M no larger than the SMs (or the clusters that fit).
@@ -136,52 +136,37 @@
 // -DRECORD_OWNER=1 (kernels/instrument.cuh) appends an `int* owner` argument:
 //   every C element the direct epilogue stores records the thread that stored it.
 
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-#include "instrument.cuh"   // -DRECORD_OWNER=1: every C element records the thread that stored it
-
 #ifndef BF16
-#define BF16 0
+#define BF16 0               // 1: bfloat16 operands and C
 #endif
 #ifndef STAGES
-#define STAGES 4
+#define STAGES 4             // slots in the TMA ring
 #endif
 #ifndef GROUP_M
-#define GROUP_M 8
+#define GROUP_M 8            // tile-order group height, in row units
 #endif
 #ifndef PERSISTENT
-#define PERSISTENT 0
+#define PERSISTENT 0         // rung 3: one CTA per SM loops over tiles
 #endif
 #ifndef CLUSTER_M
-#define CLUSTER_M 1
+#define CLUSTER_M 1          // rung 4: 2 = clusters of two CTAs along M, B multicast
 #endif
-#ifndef B_DESC_SWAP          // 1 swaps LBO/SBO of the B descriptor (a test that must FAIL)
-#define B_DESC_SWAP 0
+#ifndef EPI_TMA
+#define EPI_TMA 0            // rung 5: epilogue through shared memory + TMA store
 #endif
-#ifndef MULTICAST            // CLUSTER_M=2 without multicast: the cluster launch alone (a control)
-#define MULTICAST 1
-#endif
-#ifndef WAIT_SPIN            // 1: mbarrier.test_wait spin instead of try_wait (which may suspend)
-#define WAIT_SPIN 0
-#endif
-#ifndef CLUSTER_ARRIVE       // how a consumer frees a slot in the cluster (a measured pitfall, see notes):
-#define CLUSTER_ARRIVE 0     // 0: local arrive for its own CTA, remote arrive (default .release.cta) for the peer
-#endif                       // 1: mapa + arrive.release.cluster for every CTA, its own included; 2: mapa + plain arrive for all
-#ifndef EARLY_RELEASE        // 1: wait_group 0 and free the slot at once (no wgmma kept in flight)
-#define EARLY_RELEASE 0
-#endif
-#ifndef EPI_TMA              // rung 5: epilogue through shared memory + TMA store
-#define EPI_TMA 0
-#endif
-#ifndef SPLIT_K              // chapter 9: fp32 partial tiles per k range (extra arguments W, splits)
-#define SPLIT_K 0
+#ifndef SPLIT_K
+#define SPLIT_K 0            // chapter 9: fp32 partial tiles per k range (extra arguments W, splits)
 #endif
 #ifndef PRODUCER_REGS
-#define PRODUCER_REGS 40
+#define PRODUCER_REGS 40     // setmaxnreg: the producer warpgroup gives registers away ...
 #endif
 #ifndef CONSUMER_REGS
-#define CONSUMER_REGS 232
+#define CONSUMER_REGS 232    // ... and each consumer warpgroup takes them
 #endif
+
+#include "fp16.cuh"          // T, T2, pack2
+#include "hopper_sm90.cuh"   // the PTX wrappers: mbarriers, TMA, wgmma, descriptors, setmaxnreg, clusters
+#include "instrument.cuh"    // -DRECORD_OWNER=1: every C element records the thread that stored it
 
 #define BM 128                 // rungs 2-5: 2 consumer warpgroups x 64 rows
 #define R1_BM 64               // rung 1: one warpgroup x 64 rows
@@ -192,7 +177,7 @@
 #define A_TILE_BYTES (BM * BK * 2)
 #define R1_A_TILE_BYTES (R1_BM * BK * 2)
 #define B_TILE_BYTES (BK * BN * 2)
-#define B_BOX_BYTES (BK * 64 * 2)
+#define B_BOX_BYTES (BK * 64 * 2)   // = BOX_BYTES: one 64-column box of B
 #define WS_THREADS 384
 // 1 KB slack to round the dynamic shared-memory base up to 1024 bytes, the ring, 2 barriers per slot
 #define C_HALF_BYTES (64 * 128 * 2)   // EPI_TMA: one consumer's 64 rows x 128 cols staging buffer
@@ -212,230 +197,6 @@ static_assert(GROUP_M >= 1, "GROUP_M >= 1");
 static_assert(SPLIT_K == 0 || (SPLIT_K == 1 && EPI_TMA == 0), "SPLIT_K is 0 or 1; its fp32 epilogue is the direct one (EPI_TMA=0)");
 static_assert(PRODUCER_REGS % 8 == 0 && CONSUMER_REGS % 8 == 0, "setmaxnreg takes multiples of 8");
 static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 256 <= 65536, "register file: 64 K registers per SM");
-
-#if BF16
-typedef __nv_bfloat16 T;
-typedef __nv_bfloat162 T2;
-#define WG_AB "bf16"
-__device__ __forceinline__ T2 pack2(float x, float y) { return __floats2bfloat162_rn(x, y); }
-#else
-typedef __half T;
-typedef __half2 T2;
-#define WG_AB "f16"
-__device__ __forceinline__ T2 pack2(float x, float y) { return __floats2half2_rn(x, y); }
-#endif
-
-typedef unsigned int u32;
-typedef unsigned long long u64;
-
-// The 128-byte CUtensorMap, opaque to the kernel (NVRTC has no cuda.h).
-struct __align__(64) TmaDesc { u64 d[16]; };
-
-// ---------------------------------------------------------------------------
-// Small wrappers, one per PTX instruction.
-// ---------------------------------------------------------------------------
-
-__device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
-
-// mbarrier.init: arrival count `count`, phase 0 in progress.
-__device__ __forceinline__ void mbar_init(u32 bar, u32 count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
-}
-// Arrive once and add `bytes` to the transaction count the phase waits for.
-__device__ __forceinline__ void mbar_arrive_expect_tx(u32 bar, u32 bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
-}
-// Plain arrive on a barrier of this CTA.
-__device__ __forceinline__ void mbar_arrive(u32 bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
-}
-// Arrive on the barrier at the same offset in CTA `cta` of this cluster.
-__device__ __forceinline__ void mbar_arrive_cluster(u32 bar, u32 cta)
-{
-#if CLUSTER_ARRIVE == 1
-    asm volatile("{\n .reg .b32 remote;\n"
-                 " mapa.shared::cluster.u32 remote, %0, %1;\n"
-                 " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n"
-                 :: "r"(bar), "r"(cta) : "memory");
-#else
-    asm volatile("{\n .reg .b32 remote;\n"
-                 " mapa.shared::cluster.u32 remote, %0, %1;\n"
-                 " mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n"
-                 :: "r"(bar), "r"(cta) : "memory");
-#endif
-}
-// Free slot `bar` in every CTA of the cluster (CLUSTER_ARRIVE 0: the own CTA's by a local arrive).
-__device__ __forceinline__ void mbar_arrive_all_ctas(u32 bar, u32 rank, u32 ctas)
-{
-    for (u32 c = 0; c < ctas; ++c) {
-        if (CLUSTER_ARRIVE == 0 && c == rank) mbar_arrive(bar);
-        else mbar_arrive_cluster(bar, c);
-    }
-}
-// A consumer warpgroup is done with a slot: one arrive on its empty barrier, in
-// this CTA, or (multicast) in every CTA of the cluster, whose producers all wrote it.
-__device__ __forceinline__ void release_slot(u32 bar, u32 rank)
-{
-#if CLUSTER_M > 1 && MULTICAST
-    mbar_arrive_all_ctas(bar, rank, CLUSTER_M);
-#else
-    (void)rank;
-    mbar_arrive(bar);
-#endif
-}
-// Spin until the phase with parity `parity` has completed:
-//   while (!(phase_bit(bar) != parity)) ;   -- try_wait may suspend the thread
-//   for a hardware-chosen time instead of burning issue slots.
-__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity)
-{
-    u32 done;
-    do {
-        asm volatile("{\n .reg .pred p;\n"
-#if WAIT_SPIN
-                     " mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-#else
-                     " mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-#endif
-                     " selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    } while (!done);
-}
-// Make the generic-proxy mbarrier.init visible to the async proxy (TMA) and,
-// in a cluster, to the other CTAs.
-__device__ __forceinline__ void fence_barrier_init()
-{
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-__device__ __forceinline__ void fence_proxy_async()
-{
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
-__device__ __forceinline__ void tma_prefetch_desc(const TmaDesc* tm)
-{
-    asm volatile("prefetch.tensormap [%0];\n" :: "l"((u64)tm) : "memory");
-}
-// TMA: box at coordinates (x = inner/contiguous, y = outer) of the tensor
-// described by *tm -> shared memory at dst; complete_tx on bar when landed.
-__device__ __forceinline__ void tma_load_2d(u32 dst, const TmaDesc* tm, int x, int y, u32 bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3}], [%4];\n"
-                 :: "r"(dst), "l"((u64)tm), "r"(x), "r"(y), "r"(bar) : "memory");
-}
-// Same box written to offset dst of every CTA in cta_mask (and complete_tx on
-// each one's barrier at offset bar): one L2 read, several destinations.
-__device__ __forceinline__ void tma_load_2d_multicast(u32 dst, const TmaDesc* tm, int x, int y, u32 bar,
-                                                      unsigned short cta_mask)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
-                 :: "r"(dst), "l"((u64)tm), "r"(x), "r"(y), "r"(bar), "h"(cta_mask) : "memory");
-}
-
-// TMA store: shared memory (a box, same swizzle as the descriptor) -> the
-// tensor at (x, y); the engine clips the parts outside the tensor.
-__device__ __forceinline__ void tma_store_2d(const TmaDesc* tm, u32 src, int x, int y)
-{
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n"
-                 :: "l"((u64)tm), "r"(src), "r"(x), "r"(y) : "memory");
-}
-__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-// Wait until at most N bulk groups still READ shared memory (the buffer may be reused).
-template <int N>
-__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read %0;\n" :: "n"(N) : "memory"); }
-// Wait until at most N bulk groups are still running (writes done).
-template <int N>
-__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group %0;\n" :: "n"(N) : "memory"); }
-// Barrier over the 128 threads of one warpgroup (ids 1, 2; 0 is __syncthreads).
-template <int ID>
-__device__ __forceinline__ void warpgroup_sync() { asm volatile("bar.sync %0, 128;\n" :: "n"(ID) : "memory"); }
-
-// Order register accesses of earlier instructions before the wgmma that follows.
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-// Close the group of wgmma issued since the last commit.
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-// Wait until at most N committed groups are still running.
-template <int N>
-__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
-
-// Registers move between warpgroups: the whole warpgroup executes these.
-template <int R>
-__device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(R)); }
-template <int R>
-__device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(R)); }
-
-__device__ __forceinline__ u32 cluster_ctarank()
-{
-    u32 r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-__device__ __forceinline__ void cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\n"
-                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-
-// The shared-memory matrix descriptor, 128-byte swizzle (see 4. above).
-__device__ __forceinline__ u64 smem_desc(u32 addr, u32 lbo_bytes, u32 sbo_bytes)
-{
-    u64 d = 0;
-    d |= (u64)((addr & 0x3FFFF) >> 4);
-    d |= (u64)((lbo_bytes >> 4) & 0x3FFF) << 16;
-    d |= (u64)((sbo_bytes >> 4) & 0x3FFF) << 32;
-    d |= (u64)1 << 62;                                  // 128-byte swizzle
-    return d;
-}
-// A: K-major, rows 1024 B apart per 8-row group; LBO unused (encoded 1).
-__device__ __forceinline__ u64 desc_a(u32 addr) { return smem_desc(addr, 16, 1024); }
-// B: MN-major; next 8 K-rows 1024 B on, next 64-column box B_BOX_BYTES on.
-__device__ __forceinline__ u64 desc_b(u32 addr)
-{
-#if B_DESC_SWAP
-    return smem_desc(addr, 1024, B_BOX_BYTES);
-#else
-    return smem_desc(addr, B_BOX_BYTES, 1024);
-#endif
-}
-
-// D[64x256] (+)= A[64x16] * B[16x256]; A K-major (trans-a 0), B MN-major
-// (trans-b 1). scale_d = 0 overwrites D (the first k16 step of a tile).
-__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 da, u64 db, int scale_d)
-{
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32." WG_AB "." WG_AB " {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-        "}, %128, %129, p, 1, 1, 0, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(da), "l"(db), "r"(scale_d));
-}
 
 // ---------------------------------------------------------------------------
 // Epilogue: one warpgroup's 64 x 256 fp32 accumulators -> C (rows row0..row0+63,
@@ -596,7 +357,6 @@ __device__ __forceinline__ void tile_coords(int t, int num_mu, int num_n, int& m
 #else
 #define CLUSTER_ATTR
 #endif
-#define MCAST (CLUSTER_M > 1 && MULTICAST)   // B multicast and cross-CTA slot release
 
 #if SPLIT_K
 #define SPLIT_PARAM , float* __restrict__ W, int splits   // W: splits x M x N fp32 slabs
@@ -663,10 +423,7 @@ hopper_ws(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc t
     if (threadIdx.x == 0) {
         tma_prefetch_desc(&tmA);
         tma_prefetch_desc(&tmB);
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full + 8 * s, 1);                      // the local producer's arrive.expect_tx
-            mbar_init(empty + 8 * s, MCAST ? 2 * CLUSTER_M : 2); // one arrive per consumer warpgroup (per CTA)
-        }
+        init_ring(full, empty, STAGES, 2, CLUSTER_M);        // empty: 2 consumer warpgroups per CTA
         fence_barrier_init();
     }
 #if CLUSTER_M > 1
@@ -692,19 +449,8 @@ hopper_ws(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc t
                     const u32 bar = full + 8 * s;
                     mbar_arrive_expect_tx(bar, A_TILE_BYTES + B_TILE_BYTES);
                     tma_load_2d(sA + s * A_TILE_BYTES, &tmA, kt * BK, m0, bar);
-#if !MCAST
-#pragma unroll
-                    for (int j = 0; j < B_BOXES; ++j)
-                        tma_load_2d(sB + s * B_TILE_BYTES + j * B_BOX_BYTES, &tmB, n0 + 64 * j, kt * BK, bar);
-#else
-                    // this rank's share of the B tile, written into every CTA of the cluster
-#pragma unroll
-                    for (int jj = 0; jj < B_BOXES / CLUSTER_M; ++jj) {
-                        const int j = (int)rank * (B_BOXES / CLUSTER_M) + jj;
-                        tma_load_2d_multicast(sB + s * B_TILE_BYTES + j * B_BOX_BYTES, &tmB, n0 + 64 * j,
-                                              kt * BK, bar, (unsigned short)((1u << CLUSTER_M) - 1));
-                    }
-#endif
+                    // the B tile: all of it, or this rank's share multicast into every CTA of the cluster
+                    tma_load_b_tile(sB + s * B_TILE_BYTES, &tmB, n0, kt * BK, bar, B_BOXES, rank, CLUSTER_M);
                 }
             }
         }
@@ -728,20 +474,12 @@ hopper_ws(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc t
                 wgmma_fence();
                 mma_k_tile(d, sA + s * A_TILE_BYTES + cw * 64 * 128, sB + s * B_TILE_BYTES);
                 wgmma_commit();
-#if EARLY_RELEASE
-                wgmma_wait<0>();                             // this k-tile's group is done: free its slot now
-                prev = s;                                    // (the other warpgroup keeps the Tensor Cores busy)
-#else
                 wgmma_wait<1>();                             // the previous k-tile's group is done
-#endif
-                if (prev >= 0 && (threadIdx.x & 127) == 0) release_slot(empty + 8 * prev, rank);
+                if (prev >= 0 && (threadIdx.x & 127) == 0) release_slot(empty + 8 * prev, rank, CLUSTER_M);
                 prev = s;
             }
-#if EARLY_RELEASE
-            prev = -1;                                       // every slot already released
-#endif
             wgmma_wait<0>();
-            if (prev >= 0 && (threadIdx.x & 127) == 0) release_slot(empty + 8 * prev, rank);
+            if (prev >= 0 && (threadIdx.x & 127) == 0) release_slot(empty + 8 * prev, rank, CLUSTER_M);
 #if SPLIT_K
             store_partial(d, W + (size_t)(u / tiles) * M * N, M, N, m0 + 64 * cw, n0);   // an empty range stores zeros
 #elif EPI_TMA

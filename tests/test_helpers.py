@@ -273,3 +273,20 @@ def test_committed_kernel_listings_match_the_kernel_files():
                 if got != show.source_markdown(m.group(1), m.group(2)):
                     stale.append(f"{Path(f).name}: {m.group(0).strip()}")
     assert not stale, "re-execute (or re-render) these listings: " + "; ".join(stale)
+
+
+def test_whole_file_listing_shows_its_headers_folded():
+    """A chapter's page shows the headers its kernel includes (each once, in the order the
+    compiler reads them), folded under the listing; an entry listing shows only the entry."""
+    assert show.local_includes("07_mma_sync.cu") == ["fp16.cuh", "mma_sm80.cuh", "common.cuh", "instrument.cuh"]
+    assert show.local_includes("10_hopper.cu") == ["fp16.cuh", "hopper_sm90.cuh", "instrument.cuh"]
+    md = show.source_markdown("07_mma_sync.cu")
+    for inc in show.local_includes("07_mma_sync.cu"):
+        assert f"<summary><code>kernels/{inc}</code>" in md
+    assert md.count("<details>") == md.count("</details>") == 4
+    assert "__device__ __forceinline__ void mma16816" in md          # the header's text is there
+    assert "<details>" not in show.source_markdown("07_mma_sync.cu", "gemm_mma_sync")
+    pasted = kc.source("07_mma_sync.cu")                              # what the compilers get
+    assert pasted.count("// ---- begin common.cuh ----") == 1 and '#include "' not in pasted
+    probe = kc.source("experiments/07_mma_probe.cu")                  # an experiment includes its kernel
+    assert probe.count("gemm_mma_sync(") == 1 and "gemm_mma_probe(" in probe and '#include "' not in probe

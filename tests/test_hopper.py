@@ -2,7 +2,6 @@
 and the ptxas log of every shipped configuration (with nvcc; skipped without it)."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -61,9 +60,10 @@ def test_descriptor_refuses_bad_fields(kw, msg):
 
 def test_descriptors_match_the_kernel_source():
     """desc_a / desc_b of kernels/10_hopper.cu: the LBO/SBO the model uses are the kernel's."""
-    src = (Path(kc.kernel_path(ch.FILE))).read_text()
+    src = kc.source(ch.FILE)                                      # the wrappers are in kernels/hopper_sm90.cuh
     assert "smem_desc(addr, 16, 1024)" in src                     # A: LBO 16 (unused), SBO 1024
-    assert "smem_desc(addr, B_BOX_BYTES, 1024)" in src            # B: LBO one 64-column box, SBO 1024
+    assert "smem_desc(addr, BOX_BYTES, 1024)" in src              # B: LBO one 64-column box, SBO 1024
+    assert "#define BOX_BYTES (64 * 128)" in src                  # a box: 64 rows of 128 bytes
     d = H.operand_descriptors(128, 256, 64, k16=3, a_base=0, b_base=4096)
     assert (d["A"].lbo, d["A"].sbo, d["B"].lbo, d["B"].sbo) == (16, 1024, 64 * 64 * 2, 1024)
     assert d["A"].start == 3 * 32 and d["B"].start == 4096 + 3 * 16 * 128   # "kk * 32", "kk * 16 * 128"

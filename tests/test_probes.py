@@ -1,6 +1,9 @@
-"""Chapter 7's PROBE ladder (helpers/chapters/ch07_mma_sync.py) and the power sampler
-(helpers/runtime/power.py) without a GPU: argument checks, the recorded path, the figure and
-the power sentence; the PROBE builds compile (nvcc, no GPU)."""
+"""Chapter 7's PROBE ladder (helpers/chapters/ch07_mma_sync.py; the builds in
+kernels/experiments/07_mma_probe.cu) and the power sampler (helpers/runtime/power.py) without a
+GPU: argument checks, the recorded path, the figure and the power sentence; the PROBE builds
+compile (nvcc, no GPU)."""
+import re
+
 import pytest
 
 from helpers.chapters import ch07_mma_sync as probes
@@ -13,9 +16,31 @@ FAKE = {"dtype": "float16", "shape": [4096, 4096, 4096], "params": {}, "power": 
                  for n, lab, st in probes.PROBE_LADDER]}
 
 
+def _kept(probe: int) -> dict:
+    """{switch: kept?} of kernels/experiments/07_mma_probe.cu at ``-DPROBE=probe``, evaluated from
+    the file's own ``#define KEEP_<STAGE> (PROBE < n)`` lines."""
+    src = kc.source("experiments/07_mma_probe.cu")
+    defs = re.findall(r"#define (KEEP_\w+)\s+\(PROBE < (\d+)\)", src)
+    assert defs, "no KEEP_* switch in the probe file"
+    return {name: probe < int(n) for name, n in defs}
+
+
 def test_ladder_is_cumulative_and_starts_with_the_kernel():
-    assert [n for n, _, _ in probes.PROBE_LADDER] == [0, 1, 2, 3, 4]
-    assert probes.PROBE_LADDER[0][1] == "the kernel"
+    """Rung 0 is the verified kernel (the teaching file, nothing left out); each rung n >= 1 of the
+    probe file keeps a subset of what rung n - 1 kept and drops exactly one stage more, and the
+    ladder's labels name one stage per rung, in that order."""
+    rungs = [n for n, _, _ in probes.PROBE_LADDER]
+    assert rungs[0] == 0 and probes.PROBE_LADDER[0][1] == "the kernel"
+    assert catalog.get("mma_sync_f16").build_target({}) == ("07_mma_sync.cu", "gemm_mma_sync")
+    kept = {0: None}
+    for n in rungs[1:]:
+        kept[n] = _kept(n)
+        before = kept[n - 1] or {k: True for k in kept[n]}           # rung 0 keeps every stage
+        dropped = [k for k in before if before[k] and not kept[n][k]]
+        assert not [k for k in kept[n] if kept[n][k] and not before[k]], f"rung {n} brings a stage back"
+        assert len(dropped) == 1, f"rung {n} drops {dropped}, not exactly one stage"
+    assert not any(kept[rungs[-1]].values()), "the last rung keeps a stage: it is not the mma alone"
+    assert len({st for _, _, st in probes.PROBE_LADDER[1:]}) == len(rungs) - 1
 
 
 @pytest.mark.parametrize("kw,name", [({"dtype": "float32"}, "dtype"), ({"rounds": 0}, "rounds"),
@@ -56,5 +81,14 @@ def test_probe_figure_and_power_note():
 @pytest.mark.parametrize("probe", [n for n, _, _ in probes.PROBE_LADDER[1:]])
 def test_probe_builds_compile_without_spills(probe):
     spec = catalog.get("mma_sync_f16")
-    r = kc.nvcc_check(spec.file, spec.entry, {**spec.defines(spec.defaults), "PROBE": probe})
+    file, entry = spec.build_target({"PROBE": probe})          # the experiment file of the ladder
+    assert (file, entry) == ("experiments/07_mma_probe.cu", "gemm_mma_probe")
+    r = kc.nvcc_check(file, entry, {**spec.defines(spec.defaults), "PROBE": probe})
     assert r["spill_stores"] == 0 and r["spill_loads"] == 0, r
+
+
+def test_the_teaching_kernel_has_no_probe_switches():
+    """The probe ladder lives in kernels/experiments/07_mma_probe.cu: the chapter's kernel
+    compiles without PROBE or KEEP_* anywhere in it."""
+    assert "PROBE" not in kc.source("07_mma_sync.cu").replace("07_mma_probe", "")
+    assert catalog.get("mma_sync_f16").build_target({}) == ("07_mma_sync.cu", "gemm_mma_sync")

@@ -74,11 +74,15 @@ def _failed_asserts(file: str, entry: str, configs: list[dict], checker: str, ms
     build of ``entry`` would fail. One cpp run per batch of configurations: each
     gets its parameters #defined, then the checker source."""
     out = []
+    # The headers' include guards (#ifndef G / #define G, no value) are undefined before
+    # each configuration, or every copy of the source after the first would skip them.
+    guards = re.findall(r"^[ \t]*#ifndef[ \t]+(\w+)[ \t]*\n[ \t]*#define[ \t]+\1[ \t]*$", checker, re.M)
     for i in range(0, len(configs), 400):
         batch = configs[i:i + 400]
         text = [f"#define ENTRY_{entry} 1"]
         for j, d in enumerate(batch):
             text += [f"#undef {k}" for k in d] + [f"#define {k} {v}" for k, v in d.items()]
+            text += [f"#undef {g}" for g in guards]
             text += [f"CONFIG_{j}_BEGIN", checker]
         r = subprocess.run([CPP, "-P", "-w"], input="\n".join(text), capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, f"cpp failed on {file}: {r.stderr[-2000:]}"

@@ -61,7 +61,9 @@ _M = dict(chapter=7, file="07_mma_sync.cu", entry="gemm_mma_sync", op="gemm", al
                    "LOAD_SPREAD": (0, 1)},
           block=TC_BLOCK, grid=TC_GRID,
           smem=lambda p: p["STAGES"] * (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * 2,
-          rules=_mma_sync_rules, sweep=_M_SWEEP, owner=mma_sync.owner_mma_sync)
+          rules=_mma_sync_rules, sweep=_M_SWEEP, owner=mma_sync.owner_mma_sync,
+          # the probe ladder (helpers.runtime.probes): the kernel with stages left out
+          experiments={"PROBE": ("experiments/07_mma_probe.cu", "gemm_mma_probe")})
 register(Kernel(key="mma_sync_f16", title="mma.sync m16n8k16 + ldmatrix + swizzle, fp16",
                 dtype="float16", out_dtype="float16", **_M))
 register(Kernel(key="mma_sync_bf16", title="mma.sync m16n8k16 + ldmatrix + swizzle, bf16",

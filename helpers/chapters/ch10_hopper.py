@@ -103,6 +103,10 @@ RUNGS = (
 _CHOICES = {"STAGES": (2, 3, 4), "GROUP_M": (1, 4, 8, 16), "PERSISTENT": (0, 1), "CLUSTER_M": (1, 2),
             "EPI_TMA": (0, 1)}
 DTYPES = {"float16": ("f16", {}), "bfloat16": ("bf16", {"BF16": 1})}
+# The switches of kernels/experiments/10_hopper_variants.cu (the same entries with one
+# Hopper piece replaced: notes/hopper_tuning.md's measurements, the GPU suite's control).
+VARIANTS = "experiments/10_hopper_variants.cu"
+VARIANT_SWITCHES = ("WAIT_SPIN", "CLUSTER_ARRIVE", "MULTICAST", "B_DESC_SWAP")
 
 
 def key(rung: str, dtype: str = "bfloat16") -> str:
@@ -119,6 +123,7 @@ for _dt, (_suffix, _fixed) in DTYPES.items():
             block=lambda p: ((384 if _ws(p) else 128), 1, 1), grid=_grid, smem=_smem,
             rules=_rules, compile_options=SM90A, min_cc=(9, 0), arch_specific=True, args=_args,
             owner=_owner_rung1 if _entry == "hopper_tma_wgmma" else None,
+            experiments={sw: (VARIANTS, _entry) for sw in VARIANT_SWITCHES},
             sweep=(({"STAGES": 3}, {"CLUSTER_M": 1}, {"GROUP_M": 1}, {"GROUP_M": 16})
                    if _name == "r5_tma_store" else ())))
 

@@ -19,12 +19,13 @@ import json
 import os
 import re
 import sys
+from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import plotly.graph_objects as go
 from IPython.display import Markdown, display
 
-from helpers.runtime import gpu
+from helpers.runtime import compile as _kc, gpu
 from helpers.runtime.compile import kernel_path
 
 from . import style
@@ -182,7 +183,10 @@ def source(file: str, entry: str | None = None) -> None:
         file: a file name in ``kernels/``, e.g. ``"01_naive.cu"``.
         entry: if given, only the ``extern "C"`` function of that name and the
             comment block right above it; otherwise the whole file, as it is
-            in kernels/ (local ``#include "x.cuh"`` lines are shown, not pasted).
+            in kernels/ (local ``#include "x.cuh"`` lines are shown, not pasted),
+            followed by each local header it includes (directly or through
+            another header, each once, in the order the compiler reads them),
+            folded: a ``<details>`` block the reader opens.
 
     Output: Markdown, a caption line naming the file (and entry) and a
     fenced ```` ```cuda ```` block, so JupyterLab and the book both highlight it.
@@ -191,15 +195,42 @@ def source(file: str, entry: str | None = None) -> None:
     _markdown(source_markdown(file, entry))
 
 
+def _code_block(code: str) -> str:
+    fence = "```"
+    while fence in code:
+        fence += "`"
+    return f"{fence}cuda\n{code}\n{fence}\n"
+
+
+def local_includes(file: str) -> list[str]:
+    """The local headers ``kernels/<file>`` includes, directly or through one another, each
+    once, in the order the compiler reads them, as paths relative to ``kernels/``
+    (``["fp16.cuh", "mma_sm80.cuh", "common.cuh", "instrument.cuh"]``). Raises
+    FileNotFoundError for an unknown file."""
+    out: list[str] = []
+
+    def walk(path):
+        for m in re.finditer(r'^[ \t]*#include[ \t]+"([^"]+)"', path.read_text(), re.MULTILINE):
+            inc = (path.parent / m.group(1)).resolve()
+            rel = Path(os.path.relpath(inc, _kc.KERNEL_DIR)).as_posix()
+            if rel not in out and inc.is_file():
+                out.append(rel)
+                walk(inc)
+    walk(kernel_path(file))
+    return out
+
+
 def source_markdown(file: str, entry: str | None = None) -> str:
     """The Markdown :func:`source` displays (exposed for tests)."""
     text = _kernel_text(file)
     code = extract_entry(text, entry) if entry else text.rstrip()
-    fence = "```"
-    while fence in code:
-        fence += "`"
     where = f"`kernels/{file}`" + (f", `{entry}`" if entry else "")
-    return f"{where}\n\n{fence}cuda\n{code}\n{fence}\n"
+    out = f"{where}\n\n{_code_block(code)}"
+    if not entry:
+        for inc in local_includes(file):
+            out += (f"\n<details>\n<summary><code>kernels/{inc}</code>, included by <code>kernels/{file}</code>"
+                    f"</summary>\n\n{_code_block(_kernel_text(inc).rstrip())}\n</details>\n")
+    return out
 
 
 # -------------------------------------------------------------------- table

@@ -53,7 +53,11 @@ class Kernel:
     (``sm_90a`` runs on compute capability 9.0 and no other); ``args``: for a
     kernel whose arguments are not ``(A, B, C, M, N, K)``, a function
     ``(p, A, B, C, M, N, K, *extra) -> tuple`` the launcher calls to build
-    them (chapter 10's TMA descriptors).
+    them (chapter 10's TMA descriptors); ``experiments``: ``{switch: (file, entry)}``,
+    the ``-D`` switches of this kernel that live in an experiment file under
+    ``kernels/experiments/`` instead of the teaching file (a probe, a measured
+    variant): a build that sets one compiles that file and entry
+    (:meth:`build_target`).
     """
     key: str
     chapter: int
@@ -80,6 +84,17 @@ class Kernel:
     min_cc: tuple = (0, 0)
     arch_specific: bool = False
     args: Callable | None = None
+    experiments: dict = field(default_factory=dict)
+
+    def build_target(self, defines: dict | None = None) -> tuple[str, str]:
+        """(file, entry) that a build with the extra ``-D`` values ``defines`` compiles:
+        the experiment file and entry of the first of them that ``experiments`` names
+        (e.g. ``PROBE`` -> ``("experiments/07_mma_probe.cu", "gemm_mma_probe")``),
+        else this kernel's own ``(file, entry)``."""
+        for name in defines or {}:
+            if name in self.experiments:
+                return tuple(self.experiments[name])
+        return self.file, self.entry
 
     def runs_on(self, cc: tuple) -> bool:
         """True if a GPU of compute capability ``cc`` (major, minor) can run this kernel."""

@@ -58,15 +58,20 @@ class CudaHeadersNotFound(RuntimeError):
 
 
 def kernel_path(file: str) -> Path:
+    """``kernels/<file>``; ``file`` may name a file in a subfolder (``experiments/07_mma_probe.cu``).
+    FileNotFoundError lists the kernel files there are."""
     p = KERNEL_DIR / file
     if not p.is_file():
-        known = ", ".join(sorted(x.name for x in KERNEL_DIR.glob("*.cu")))
+        known = ", ".join(sorted(str(x.relative_to(KERNEL_DIR)) for x in KERNEL_DIR.rglob("*.cu")))
         raise FileNotFoundError(f"file={file!r}: no such kernel in kernels/ (have: {known})")
     return p
 
 
 def source(file: str) -> str:
-    """The text of ``kernels/<file>`` with local ``#include "..."`` files pasted in."""
+    """The text of ``kernels/<file>`` with local ``#include "..."`` files pasted in, each
+    once (an include of a file already pasted is dropped: the headers' include guards
+    would skip it too), paths relative to the including file
+    (``kernels/experiments/07_mma_probe.cu`` includes ``"../07_mma_sync.cu"``)."""
     def expand(path: Path, seen: set) -> str:
         out = []
         for line in path.read_text().splitlines():
@@ -320,7 +325,7 @@ def _nvcc_check(file: str, defines: tuple, arch: str, extra: tuple) -> dict:
 
 def _nvcc_run(nvcc: str, src: str, file: str, defines: tuple, arch: str, extra: tuple) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        cu = Path(tmp) / file
+        cu = Path(tmp) / Path(file).name      # experiments/x.cu: no folder in tmp
         cu.write_text(src)
         cmd = [nvcc, "-cubin", f"-arch={arch}", "-std=c++17", "-Xptxas", "-v", *defines, *extra,
                "-o", str(Path(tmp) / "k.cubin"), str(cu)]
@@ -398,7 +403,7 @@ def _sass_text(file: str, defines: tuple, arch: str) -> str:
 
     def make() -> str:
         with tempfile.TemporaryDirectory() as tmp:
-            cu = Path(tmp) / file
+            cu = Path(tmp) / Path(file).name      # experiments/x.cu: no folder in tmp
             cu.write_text(src)
             cubin = Path(tmp) / "k.cubin"
             subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-std=c++17", *defines, "-o", str(cubin), str(cu)],

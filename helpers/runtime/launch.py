@@ -146,7 +146,9 @@ def resources_of(key: str, shape: tuple, **params) -> dict:
 def prepare(key: str, shape: tuple, extra_defines: dict | None = None, **params) -> Launch:
     """Validate ``params`` for kernel ``key`` on ``shape`` and compile it.
 
-    ``shape`` is (M, N, K) for GEMM, (ROWS, COLS) for transpose/copy.
+    ``shape`` is (M, N, K) for GEMM, (ROWS, COLS) for transpose/copy. ``extra_defines``
+    are ``-D`` values beyond the parameters (``RECORD_OWNER``, a switch); a switch the
+    entry keeps in an experiment file builds that file (:meth:`Kernel.build_target`).
     Raises ValueError (a violated rule, or a GPU that cannot run the kernel, checked
     before anything compiles), KeyError (unknown kernel), KernelCompileError. Needs a
     GPU for the compile and the device limits.
@@ -159,8 +161,8 @@ def prepare(key: str, shape: tuple, extra_defines: dict | None = None, **params)
         t = gpu.target()
         checks.require(spec.runs_on(t["cc"]), "GPU", gpu.describe_target(t), f"cannot run {key}: it needs {spec.needs()}")
     spec.validate(p, shape, smem_limit=limit)
-    fn = kc.build(spec.file, spec.entry, {**spec.defines(p), **(extra_defines or {})},
-                  extra_options=spec.compile_options)
+    file, entry = spec.build_target(extra_defines)      # an experiment switch builds its own file
+    fn = kc.build(file, entry, {**spec.defines(p), **(extra_defines or {})}, extra_options=spec.compile_options)
     threads = spec.threads(p)
     checks.require(fn.max_threads_per_block >= threads, "registers per thread", fn.num_regs,
                    f"too many for a block of {threads} threads: this kernel can launch at most "
