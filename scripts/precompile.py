@@ -36,7 +36,9 @@ def jobs(combos: int, chapters=None):
     for key in ch7.PROBE_KEYS.values() if chapters is None or 7 in chapters else ():
         spec = catalog.get(key)
         for n, _, _ in ch7.PROBE_LADDER[1:]:
-            out.add((spec.file, spec.entry, tuple(sorted({**spec.defines(spec.defaults), "PROBE": n}.items())), ()))
+            file, entry = spec.build_target({"PROBE": n})      # the probe file (kernels/experiments/)
+            out.add((file, entry, tuple(sorted({**spec.defines(spec.defaults), "PROBE": n}.items())),
+                     spec.compile_options))
     return sorted(out)
 
 
