@@ -9,7 +9,7 @@ from __future__ import annotations
 from helpers.figures import show
 from helpers.models import mapping
 from helpers.models.raster import cdiv
-from helpers.runtime import bench
+from helpers.runtime import bench, panels
 from helpers.runtime.catalog import Kernel, register
 from helpers.runtime.checks import multiple_of
 
@@ -125,8 +125,11 @@ def prose_values() -> dict:
     """{name: value} the prose glues, from the H200's records at the defaults, 4096^3 fp32 (never
     measured): the ratios to cuBLAS of :data:`CONTROL` (``ctl_naive``, ``ctl_strip4``, ``ctl_vec4``)
     and the two factors ``strip_x`` (strip4 over naive) and ``float4_x`` (vec4 over strip4),
-    each record against its own cuBLAS. KeyError when one is not recorded."""
+    each record against its own cuBLAS; the DRAM bytes each read in one profiled launch
+    (``dram_*``, GB, results/<gpu>-ncu-controls.json). KeyError when one is not recorded."""
     r = {k: common.recorded_run(k)["ratio"] for k in CONTROL}
+    dram = {k: panels.control(k)[0]["dram__bytes_read.sum"] / 1e9 for k in CONTROL}   # GB, one launch each
     return {"ctl_naive": r["naive_yfirst"], "ctl_strip4": r["strip4"], "ctl_vec4": r["vec4"],
-            "strip_x": r["strip4"] / r["naive_yfirst"], "float4_x": r["vec4"] / r["strip4"]}
+            "strip_x": r["strip4"] / r["naive_yfirst"], "float4_x": r["vec4"] / r["strip4"],
+            "dram_naive": dram["naive_yfirst"], "dram_strip4": dram["strip4"], "dram_vec4": dram["vec4"]}
 
