@@ -10,7 +10,8 @@
 //
 // The main loop is heaven 7's (kernels/07_mma_sync.cu): mma.sync m16n8k16,
 // ldmatrix from an XOR-swizzled shared-memory tile, a STAGES-deep cp.async
-// pipeline with the copies spread over the k16 steps, GROUP_M rasterization.
+// pipeline with the copies spread over the k16 steps, GROUP_M rasterization,
+// built from the same pieces (kernels/mma_sm80.cuh, kernels/common.cuh).
 // That chapter explains each of them; this one is about the three things it
 // refused or left on the table:
 //

@@ -150,7 +150,7 @@ def compare(a_path: str, b_path: str) -> int:
     same = len(set(a) & set(b)) - sum(1 for n in diff if n in a and n in b)
     for n in diff:
         print(f"DIFF {n}\n  {a_path}: {a.get(n)}\n  {b_path}: {b.get(n)}")
-    moved = sum(1 for n in set(a) & set(b) if a[n].get("file") != b[n].get("file"))
+    moved = sum(1 for n in set(a) & set(b) if n not in diff and a[n].get("file") != b[n].get("file"))
     print(f"{same} builds identical ({moved} of them now built from another file), {len(diff)} differ "
           f"or are on one side only; {len(a)} in {a_path}, {len(b)} in {b_path}")
     return 1 if diff else 0

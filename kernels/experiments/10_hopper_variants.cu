@@ -36,7 +36,7 @@
 #endif
 
 #ifdef EARLY_RELEASE
-#error "EARLY_RELEASE (wait_group 0, free the slot at once) was retired: notes/hopper_tuning.md has its measurement and the commit whose kernels/10_hopper.cu had it"
+#error "EARLY_RELEASE (wait_group 0, free the slot at once) is retired: its measurement is in notes/hopper_tuning.md, its code in kernels/10_hopper.cu at commit 68721ef"
 #endif
 #if CLUSTER_ARRIVE && !MULTICAST
 #error "CLUSTER_ARRIVE needs MULTICAST=1: without multicast each CTA frees only its own slots"
