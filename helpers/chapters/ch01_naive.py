@@ -41,9 +41,9 @@ def sector_rows(p=None, shape=(4096, 4096, 4096)) -> list:
     p = p or {"BLOCK_X": 32, "BLOCK_Y": 8}
     rows = []
     for key in NAIVE:
-        loads = mapping.warp_loads(key, p, shape)
-        rows.append({"kernel": key, "sectors per warp load of A": loads[0]["sectors"], "of B": loads[1]["sectors"],
-                     "sectors per FMA": mapping.sectors_per_fma(key, p)})
+        s = mapping.load_summary(key, p, shape)
+        rows.append({"kernel": key, "sectors per warp load of A": s["loads"][0]["sectors"],
+                     "of B": s["loads"][1]["sectors"], "sectors per FMA": s["sectors_per_fma"]})
     return rows
 
 

@@ -58,10 +58,9 @@ def load_rows(p=None, shape=(4096, 4096, 4096)) -> list:
     p = p or {"BLOCK_X": 32, "BLOCK_Y": 8}
     rows = []
     for key in COMPARED:
-        loads = mapping.warp_loads(key, p, shape)
-        rows.append({"kernel": key, "load instructions per step": len(loads),
-                     "sectors per step": sum(ld["sectors"] for ld in loads),
-                     "sectors per FMA": mapping.sectors_per_fma(key, p)})
+        s = mapping.load_summary(key, p, shape)
+        rows.append({"kernel": key, "load instructions per step": s["instructions"],
+                     "sectors per step": s["sectors"], "sectors per FMA": s["sectors_per_fma"]})
     return rows
 
 
@@ -93,13 +92,12 @@ def control_rows(p=None, shape=(4096, 4096, 4096)) -> list:
     """Per kernel of :data:`CONTROL`: outputs per thread, load instructions per FMA and
     32-byte sectors per FMA of one warp at one k step (:mod:`helpers.models.mapping`; a model)."""
     p = p or {"BLOCK_X": 32, "BLOCK_Y": 8}
-    fmas = {"naive_yfirst": 1, "strip4": 4, "vec4": 16}        # FMAs per lane per modelled step
     rows = []
     for key in CONTROL:
-        loads = mapping.warp_loads(key, p, shape)
+        s = mapping.load_summary(key, p, shape)
         rows.append({"kernel": key, "outputs per thread": 1 if key == "naive_yfirst" else 4,
-                     "load instructions per FMA": round(len(loads) / fmas[key], 4),
-                     "sectors per FMA": round(mapping.sectors_per_fma(key, p), 4)})
+                     "load instructions per FMA": round(s["instructions_per_fma"], 4),
+                     "sectors per FMA": round(s["sectors_per_fma"], 4)})
     return rows
 
 

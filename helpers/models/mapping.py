@@ -142,9 +142,22 @@ def warp_loads(key: str, p: dict, shape, block=(0, 0), warp: int = 0, step: int 
     return loads
 
 
+# FMAs one lane does per modelled k step (:func:`warp_loads`' step), by scheme; 1 for the others.
+FMAS_PER_STEP = {"float4": 16, "scalar-strip": 4, "k-major": 4}
+
+
+def load_summary(key: str, p: dict, shape=(4096, 4096, 4096)) -> dict:
+    """One warp (warp 0, block 0) at one modelled k step: ``loads`` (:func:`warp_loads`),
+    ``instructions`` (load instructions per lane), ``sectors`` (32-byte sectors in all),
+    ``fmas`` (FMAs per lane), ``instructions_per_fma`` and ``sectors_per_fma`` (per FMA of the warp)."""
+    loads = warp_loads(key, p, shape)
+    fmas = FMAS_PER_STEP.get(_scheme(key), 1)
+    sectors = sum(ld["sectors"] for ld in loads)
+    return {"loads": loads, "instructions": len(loads), "sectors": sectors, "fmas": fmas,
+            "instructions_per_fma": len(loads) / fmas, "sectors_per_fma": sectors / (32 * fmas)}
+
+
 def sectors_per_fma(key: str, p: dict, shape=(4096, 4096, 4096)) -> float:
     """32-byte sectors one warp requests per FMA it performs (warp 0, block 0, step 0):
     the number behind the coalescing argument of chapter 1."""
-    loads = warp_loads(key, p, shape)
-    fmas = 32 * {"float4": 16, "scalar-strip": 4, "k-major": 4}.get(_scheme(key), 1)
-    return sum(l["sectors"] for l in loads) / fmas
+    return load_summary(key, p, shape)["sectors_per_fma"]
