@@ -313,11 +313,30 @@ def transpose(items, shape=(4096, 4096), rounds: int = 3) -> list:
     return [_of_launch(L, data[L.spec.op], rounds=rounds) for L in launches]
 
 
+def recorded(items, shape=(4096, 4096, 4096), dtype: str | None = None) -> list:
+    """The records of ``items`` (catalog keys or (key, params) pairs) read from
+    ``results/<slug>.json`` without running anything, live or not; a kernel with no record
+    gets a row with ``value`` None and ``note`` "not recorded". ``shape`` is (M, N, K)."""
+    cfgs = _configs(items)
+    dtype = dtype or cfgs[0][0].dtype
+    return [_recorded(s, p, dtype, shape, "TFLOP/s", "cuBLAS") for s, p in cfgs]
+
+
+def record_is_this_gpu() -> bool:
+    """True when no GPU is here, or when the GPU here is the one ``results/<slug>.json``
+    was recorded on (its provenance names the same device)."""
+    if not gpu.live():
+        return True
+    return results.load().get("provenance", {}).get("gpu") == gpu.device_info()["name"]
+
+
 def where(recs: list) -> str:
     """'measured live in this run on ...' or 'recorded on ...; no GPU here'; when some
     rows are recorded because this GPU cannot run them, that is said too."""
     live = any(r.get("source") == "live" for r in recs)
     w = results.where(live)
+    if not live and gpu.live():                      # rows read from this GPU's record (common.running)
+        w = w.replace("; no GPU here", "; read from the record, not measured in this run")
     if any(r.get("unable") for r in recs):
         prov = results.load().get("provenance", {})
         w += (f"; rows marked [needs ...] (hatched bars) were recorded on {prov.get('gpu', 'the recorded GPU')} "
