@@ -75,6 +75,10 @@
 //           rows of a 128 x 256 tile, waits on full[s] and arrives on empty[s].
 //           setmaxnreg gives the producer 40 registers and the consumers 232.
 //           One CTA per tile, grid = number of tiles, grouped order.
+//           CONSUMERS=1 is the control that splits this rung in two: the
+//           same producer and ring with one consumer warpgroup (256 threads)
+//           and rung 1's 64 x 256 tile, so specialization is measured apart
+//           from the taller tile.
 //   rung 3  PERSISTENT=1 : grid = number of SMs; each CTA loops over tiles
 //           t = blockIdx.x, + gridDim.x, ... in GROUP_M order. The ring
 //           continues across tiles, so the producer loads the next tile
@@ -118,14 +122,15 @@
 //   switch off; rungs 3-5 turn them on, rung 1 reads only BF16 and STAGES):
 //   BF16 (0/1); STAGES (ring depth, 2..4: 4 x 48 KB fits the 227 KB opt-in
 //   limit); GROUP_M (tile-order group height, >= 1); PERSISTENT (0/1);
-//   CLUSTER_M (1 or 2); EPI_TMA (0/1); SPLIT_K (0/1, with EPI_TMA=0: chapter
+//   CLUSTER_M (1 or 2); EPI_TMA (0/1); CONSUMERS (2, or 1: the control of
+//   rung 2, BM = 64); SPLIT_K (0/1, with EPI_TMA=0: chapter
 //   9's split-K); PRODUCER_REGS / CONSUMER_REGS (the setmaxnreg targets).
-//   BM = 128 (two consumer warpgroups x m64), BN = 256 (wgmma n256), BK = 64
+//   BM = 64 x CONSUMERS (one m64 per consumer warpgroup), BN = 256 (wgmma n256), BK = 64
 //   (one 128-byte swizzle atom) are fixed by the instruction shapes and the
 //   swizzle and are asserted. The PTX wrappers are in kernels/hopper_sm90.cuh;
 //   kernels/experiments/10_hopper_variants.cu builds this file with some of
 //   them replaced, for the measurements in notes/hopper_tuning.md.
-// Launch (rungs 2-5): block = 384, dynamic shared memory = SMEM_WS bytes,
+// Launch (rungs 2-5): block = 128 x (1 + CONSUMERS) = 384, dynamic shared memory = SMEM_WS bytes,
 //   grid = CLUSTER_M x row units x column tiles (PERSISTENT=0), or, persistent,
 //   a multiple of CLUSTER_M no larger than the SMs (or the clusters that fit).
 // Kernel arguments: rung 1 (tmA, tmB, C, M, N, K); rungs 2-5 (tmA, tmB, tmC,
@@ -157,6 +162,9 @@
 #ifndef SPLIT_K
 #define SPLIT_K 0            // chapter 9: fp32 partial tiles per k range (extra arguments W, splits)
 #endif
+#ifndef CONSUMERS
+#define CONSUMERS 2          // consumer warpgroups (1: rung 2's control, a 64-row tile)
+#endif
 #ifndef PRODUCER_REGS
 #define PRODUCER_REGS 40     // setmaxnreg: the producer warpgroup gives registers away ...
 #endif
@@ -168,7 +176,7 @@
 #include "hopper_sm90.cuh"   // the PTX wrappers: mbarriers, TMA, wgmma, descriptors, setmaxnreg, clusters
 #include "instrument.cuh"    // -DRECORD_OWNER=1: every C element records the thread that stored it
 
-#define BM 128                 // rungs 2-5: 2 consumer warpgroups x 64 rows
+#define BM (64 * CONSUMERS)    // rungs 2-5: one consumer warpgroup per 64 rows (2: 128)
 #define R1_BM 64               // rung 1: one warpgroup x 64 rows
 #define BN 256
 #define BK 64
@@ -178,15 +186,15 @@
 #define R1_A_TILE_BYTES (R1_BM * BK * 2)
 #define B_TILE_BYTES (BK * BN * 2)
 #define B_BOX_BYTES (BK * 64 * 2)   // = BOX_BYTES: one 64-column box of B
-#define WS_THREADS 384
+#define WS_THREADS (128 * (1 + CONSUMERS))   // the producer warpgroup + the consumers (2: 384)
 // 1 KB slack to round the dynamic shared-memory base up to 1024 bytes, the ring, 2 barriers per slot
 #define C_HALF_BYTES (64 * 128 * 2)   // EPI_TMA: one consumer's 64 rows x 128 cols staging buffer
-#define SMEM_WS (1024 + STAGES * (A_TILE_BYTES + B_TILE_BYTES) + EPI_TMA * 2 * C_HALF_BYTES + 2 * STAGES * 8)
+#define SMEM_WS (1024 + STAGES * (A_TILE_BYTES + B_TILE_BYTES) + EPI_TMA * CONSUMERS * C_HALF_BYTES + 2 * STAGES * 8)
 #define SMEM_R1 (1024 + STAGES * (R1_A_TILE_BYTES + B_TILE_BYTES) + 2 * STAGES * 8)
 
 static_assert(BK * 2 == 128, "BK must be one 128-byte swizzle atom (64 16-bit elements)");
 static_assert(BN == 256 && BN % 64 == 0, "BN is the wgmma N (n256), a whole number of 64-column boxes");
-static_assert(BM == 128, "two consumer warpgroups of m64");
+static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups of m64 (2 ships; 1 is rung 2's control)");
 static_assert(STAGES >= 2 && STAGES <= 4, "2..4 stages");
 static_assert(SMEM_R1 <= 232448, "rung-1 ring must fit the 227 KB opt-in shared memory");
 static_assert(SMEM_WS <= 232448, "rungs 2-5: STAGES <= 4 (with EPI_TMA too) fits the 227 KB opt-in shared memory");
@@ -196,7 +204,7 @@ static_assert(B_BOXES % CLUSTER_M == 0, "each cluster rank multicasts a whole nu
 static_assert(GROUP_M >= 1, "GROUP_M >= 1");
 static_assert(SPLIT_K == 0 || (SPLIT_K == 1 && EPI_TMA == 0), "SPLIT_K is 0 or 1; its fp32 epilogue is the direct one (EPI_TMA=0)");
 static_assert(PRODUCER_REGS % 8 == 0 && CONSUMER_REGS % 8 == 0, "setmaxnreg takes multiples of 8");
-static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 256 <= 65536, "register file: 64 K registers per SM");
+static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 128 * CONSUMERS <= 65536, "register file: 64 K registers per SM");
 
 // ---------------------------------------------------------------------------
 // Epilogue: one warpgroup's 64 x 256 fp32 accumulators -> C (rows row0..row0+63,
@@ -399,8 +407,8 @@ hopper_ws(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc t
     const u32 base = (smem_u32(smem_raw) + 1023) & ~1023u;   // same offset in every CTA: multicast relies on it
     const u32 sA = base;                                     // STAGES x [128 rows][64 k]        16 KB each
     const u32 sB = sA + STAGES * A_TILE_BYTES;               // STAGES x 4 x [64 k][64 n]        32 KB each
-    const u32 sC = sB + STAGES * B_TILE_BYTES;               // EPI_TMA: 2 x 16 KB staging (one per consumer)
-    const u32 full = sC + EPI_TMA * 2 * C_HALF_BYTES;        // STAGES mbarriers: data landed
+    const u32 sC = sB + STAGES * B_TILE_BYTES;               // EPI_TMA: 16 KB staging per consumer
+    const u32 full = sC + EPI_TMA * CONSUMERS * C_HALF_BYTES; // STAGES mbarriers: data landed
     const u32 empty = full + 8 * STAGES;                     // STAGES mbarriers: slot consumed
 
     const int wg = threadIdx.x / 128;                        // 0 producer, 1 and 2 consumers
@@ -423,7 +431,7 @@ hopper_ws(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc t
     if (threadIdx.x == 0) {
         tma_prefetch_desc(&tmA);
         tma_prefetch_desc(&tmB);
-        init_ring(full, empty, STAGES, 2, CLUSTER_M);        // empty: 2 consumer warpgroups per CTA
+        init_ring(full, empty, STAGES, CONSUMERS, CLUSTER_M); // empty: every consumer warpgroup of the cluster
         fence_barrier_init();
     }
 #if CLUSTER_M > 1

@@ -43,7 +43,10 @@ KERNEL_REGEX = "regex:^hopper_(tma_wgmma|ws)$"
 
 
 def plan(shape) -> list:
-    return [{"rung": r, "key": ch.key(r, "bfloat16"), "shape": list(shape)} for r in ch.LADDER]
+    """Every rung at its defaults, then rung 2's control (CONSUMERS=1, ``ch.SPLIT_STEPS``)."""
+    rungs = [{"rung": r, "key": ch.key(r, "bfloat16"), "shape": list(shape), "params": {}} for r in ch.LADDER]
+    return rungs + [{"rung": ch.CONTROL, "key": ch.key("r2_warp_specialized", "bfloat16"), "shape": list(shape),
+                     "params": dict(ch.SPLIT_STEPS[1][2])}]
 
 
 def child(plan_file: str) -> None:
@@ -55,7 +58,7 @@ def child(plan_file: str) -> None:
         B = verify.random_matrix((K, N), spec.dtype)
         C = cp.empty((M, N), dtype=verify.np_dtype(spec.dtype))
         verify.poison(C)
-        launch.gemm(it["key"], A, B, C)
+        launch.gemm(it["key"], A, B, C, **it.get("params", {}))
         cp.cuda.Device().synchronize()
         err = verify.check(C, verify.reference_gemm(A, B), spec.dtype, what=it["key"])
         print(f"child: {it['key']} rel_err {err:.2e}", flush=True)

@@ -28,16 +28,26 @@ def _ws(p) -> bool:
     return "PERSISTENT" in p
 
 
+def _consumers(p) -> int:
+    """Consumer warpgroups of a hopper_ws build: 2, or 1 in rung 2's control (CONSUMERS=1)."""
+    return p.get("CONSUMERS", 2)
+
+
 def _bm(p) -> int:
-    """Rows of C per block: one warpgroup's 64 (rung 1), two consumers' 128 (rungs 2-5)."""
-    return 128 if _ws(p) else 64
+    """Rows of C per block: one warpgroup's 64 (rung 1), 64 per consumer warpgroup (rungs 2-5: 128)."""
+    return 64 * _consumers(p) if _ws(p) else 64
+
+
+def _threads(p) -> int:
+    """Threads per block: one warpgroup (rung 1), the producer's and the consumers' (rungs 2-5: 384)."""
+    return 128 * (1 + _consumers(p)) if _ws(p) else 128
 
 
 def _smem(p) -> int:
     """Dynamic shared memory, bytes: 1 KB alignment slack, the ring (A and B tiles per
     stage), the epilogue staging buffers (EPI_TMA), two mbarriers per stage."""
     ring = p["STAGES"] * (_bm(p) * BK * 2 + BK * BN * 2)
-    return 1024 + ring + p.get("EPI_TMA", 0) * 2 * 64 * 128 * 2 + 2 * p["STAGES"] * 8
+    return 1024 + ring + p.get("EPI_TMA", 0) * _consumers(p) * 64 * 128 * 2 + 2 * p["STAGES"] * 8
 
 
 def _grid(p, s):
@@ -45,7 +55,7 @@ def _grid(p, s):
     if not _ws(p):                                              # rung 1: one 64 x 256 tile per block
         return (cdiv(N, BN), cdiv(M, 64), 1)
     cl = p["CLUSTER_M"]
-    tiles = cdiv(cdiv(M, 128), cl) * cdiv(N, BN)                 # row units of CLUSTER_M tiles x column tiles
+    tiles = cdiv(cdiv(M, _bm(p)), cl) * cdiv(N, BN)                # row units of CLUSTER_M tiles x column tiles
     if not p["PERSISTENT"]:
         return (tiles * cl, 1, 1)
     sms = gpu.device_info()["sms"] if gpu.live() else H200_SMS
@@ -92,7 +102,7 @@ _WS = {"STAGES": 4, "GROUP_M": 8}
 RUNGS = (
     ("r1_tma_wgmma", "1: TMA + wgmma, 1 warpgroup, 64x256", "hopper_tma_wgmma", {"STAGES": 4}),
     ("r2_warp_specialized", "2: producer + 2 consumer warpgroups, 128x256", "hopper_ws",
-     {**_WS, "PERSISTENT": 0, "CLUSTER_M": 1, "EPI_TMA": 0}),
+     {**_WS, "PERSISTENT": 0, "CLUSTER_M": 1, "EPI_TMA": 0, "CONSUMERS": 2}),
     ("r3_persistent", "3: persistent, grouped tile order", "hopper_ws",
      {**_WS, "PERSISTENT": 1, "CLUSTER_M": 1, "EPI_TMA": 0}),
     ("r4_cluster", "4: 2x1 cluster, B multicast", "hopper_ws",
@@ -101,7 +111,7 @@ RUNGS = (
      {**_WS, "PERSISTENT": 1, "CLUSTER_M": 2, "EPI_TMA": 1}),
 )
 _CHOICES = {"STAGES": (2, 3, 4), "GROUP_M": (1, 4, 8, 16), "PERSISTENT": (0, 1), "CLUSTER_M": (1, 2),
-            "EPI_TMA": (0, 1)}
+            "EPI_TMA": (0, 1), "CONSUMERS": (1, 2)}
 DTYPES = {"float16": ("f16", {}), "bfloat16": ("bf16", {"BF16": 1})}
 # The switches of kernels/experiments/10_hopper_variants.cu (the same entries with one
 # Hopper piece replaced: notes/hopper_tuning.md's measurements, the GPU suite's control);
@@ -122,12 +132,12 @@ for _dt, (_suffix, _fixed) in DTYPES.items():
             key=f"hopper_{_name}_{_suffix}", chapter=10, title=f"{_title} ({_suffix})", file=FILE, entry=_entry,
             op="gemm", dtype=_dt, out_dtype=_dt, align=16, defaults=dict(_defaults), fixed=dict(_fixed),
             choices={n: v for n, v in _CHOICES.items() if n in _defaults},
-            block=lambda p: ((384 if _ws(p) else 128), 1, 1), grid=_grid, smem=_smem,
+            block=lambda p: (_threads(p), 1, 1), grid=_grid, smem=_smem,
             rules=_rules, compile_options=SM90A, min_cc=(9, 0), arch_specific=True, args=_args,
             owner=_owner_rung1 if _entry == "hopper_tma_wgmma" else None,
             experiments={sw: (VARIANTS, _entry) for sw in VARIANT_SWITCHES},
             sweep=(({"STAGES": 3}, {"CLUSTER_M": 1}, {"GROUP_M": 1}, {"GROUP_M": 16})
-                   if _name == "r5_tma_store" else ())))
+                   if _name == "r5_tma_store" else ({"CONSUMERS": 1},) if _name == "r2_warp_specialized" else ())))
 
 # Chapter 9's "hopper" strategies (helpers.runtime.anyshape, the dispatcher helpers.gemm) run
 # this chapter's last rung on any shape; its split-K build is that rung with EPI_TMA=0.
@@ -149,6 +159,45 @@ def ladder(shape=(4096, 4096, 4096), dtypes=("bfloat16", "float16")) -> list:
     return recs
 
 
+# Rung 2 makes two changes at once; its control (CONSUMERS=1: the producer and ring of rung 2 with
+# one consumer warpgroup and rung 1's 64-row tile) sits between them. (label, rung, params)
+CONTROL = "r2_control"            # the control's name in results/<gpu>-hopper.json (scripts/ncu_hopper.py)
+SPLIT_STEPS = (("rung 1: no specialization, 64 x 256", "r1_tma_wgmma", {}),
+               ("control: specialized, 1 consumer, 64 x 256", "r2_warp_specialized", {"CONSUMERS": 1}),
+               ("rung 2: specialized, 2 consumers, 128 x 256", "r2_warp_specialized", {}))
+
+
+def rung2_split(shape=(4096, 4096, 4096), dtypes=("bfloat16", "float16")) -> list:
+    """Measure (or read) rung 1, rung 2's control and rung 2 at ``shape`` (M, N, K) in each
+    dtype, in one same-run call per dtype (each against cuBLAS of its dtype in alternating
+    rounds). Records gain ``step`` (the row's label in :data:`SPLIT_STEPS`)."""
+    recs = []
+    for dt in dtypes:
+        items = [(key(rung, dt), params) for _, rung, params in SPLIT_STEPS]
+        for (label, _, _), r in zip(SPLIT_STEPS, bench.gemm(items, shape, dtype=dt)):
+            recs.append({**r, "step": label})
+    return recs
+
+
+def show_rung2_split(recs: list) -> None:
+    """The split of rung 2 as one table: each step's ratio to cuBLAS per dtype, and what
+    each of the two changes adds (ratio after / ratio before)."""
+    dts = list(dict.fromkeys(r["dtype"] for r in recs))
+    by = {(r["dtype"], r["step"]): r["ratio"] for r in recs}
+    rows, prev = [], {}
+    for label, _, _ in SPLIT_STEPS:
+        row = {"step": label}
+        for dt in dts:
+            v = by.get((dt, label))
+            row[f"{dt}: ratio to cuBLAS"] = v
+            row[f"{dt}: x previous row"] = round(v / prev[dt], 2) if v and prev.get(dt) else None
+            prev[dt] = v
+        rows.append(row)
+    shape = " x ".join(map(str, recs[0]["shape"])) if recs else ""
+    show.table(rows, list(rows[0]), f"Rung 2 split into its two changes, {shape}; each row against cuBLAS of "
+               f"its dtype in the same run; {bench.where(recs)}.")
+
+
 PIPE = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
 
 
@@ -168,7 +217,7 @@ def show_ladder(recs: list, caption: str) -> None:
     """The ladder as a table and as grouped bars, with the recorded tensor-pipe activity."""
     records.show_table(recs, caption)
     rows, where = profile_rows()
-    pipe = {SHORT[r["rung"]]: r["tensor pipe active (%)"] for r in rows}
+    pipe = {SHORT[r["rung"]]: r["tensor pipe active (%)"] for r in rows if r["rung"] in SHORT}
     show.figure(hopper_fig.ladder_figure(recs, pipe=pipe, pipe_where=where))
 
 
@@ -277,7 +326,8 @@ def prose_values(shape=(4096, 4096, 4096)) -> dict:
     """Every measured number chapter 10's prose quotes, from the records only: each rung's ratio
     to cuBLAS at ``shape`` and at 8192^3 in both dtypes (results/<gpu>.json: ``r{n}_f16``,
     ``r{n}_bf16``, ``r5_8192_f16``, ...), the Nsight Compute counters of the ladder
-    (results/<gpu>-hopper.json, bf16: ``r{n}_read_mb`` DRAM reads in MB, ``r{n}_tensor`` tensor pipe
+    rung 2's control (``r2c1_f16``, ``r2c1_bf16``: CONSUMERS=1), the Nsight Compute counters of the ladder
+    and of the control (results/<gpu>-hopper.json, bf16: ``r{n}_read_mb``, ``r2c1_read_mb`` DRAM reads in MB, ``r{n}_tensor`` tensor pipe
     active in %), chapter 7's mma-only ceiling (``probe_top``, extras.mma_sync_probes, fp16) and
     the pipeline model's load time (``pipe_t_load``, k-tiles). KeyError when a record is missing."""
     out = {"pipe_t_load": PIPE_T_LOAD}
@@ -289,13 +339,19 @@ def prose_values(shape=(4096, 4096, 4096)) -> dict:
                 if rec is None or rec.get("ratio") is None:
                     raise KeyError(f"{spec.key} at {list(s)} is not recorded in results/{results.DEFAULT_SLUG}.json")
                 out[f"r{i}{tag}_{sfx}"] = rec["ratio"]
+    for dt, sfx in (("float16", "f16"), ("bfloat16", "bf16")):    # rung 2's control (CONSUMERS=1)
+        spec = catalog.get(key("r2_warp_specialized", dt))
+        rec = results.lookup(spec.key, spec.params(CONSUMERS=1), dt, list(shape))
+        if rec is None or rec.get("ratio") is None:
+            raise KeyError(f"{spec.key} with CONSUMERS=1 is not recorded in results/{results.DEFAULT_SLUG}.json")
+        out[f"r2c1_{sfx}"] = rec["ratio"]
     doc = results.artifact("hopper")
     if not doc:
         raise KeyError(f"results/{results.DEFAULT_SLUG}-hopper.json is not recorded")
     for r in doc["runs"]:
-        i = LADDER.index(r["rung"]) + 1
-        out[f"r{i}_read_mb"] = r["measured"]["dram__bytes_read.sum"] / 1e6
-        out[f"r{i}_tensor"] = r["measured"][PIPE]
+        tag = "r2c1" if r["rung"] == CONTROL else f"r{LADDER.index(r['rung']) + 1}"
+        out[f"{tag}_read_mb"] = r["measured"]["dram__bytes_read.sum"] / 1e6
+        out[f"{tag}_tensor"] = r["measured"][PIPE]
     out["r1_read_x"] = out["r1_read_mb"] / out["r2_read_mb"]
     out["probe_top"] = results.load()["extras"]["mma_sync_probes"]["float16"]["rows"][-1]["ratio"]
     return out
