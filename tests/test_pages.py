@@ -17,6 +17,8 @@
    Kernel listings (``show.source``) are the kernel files themselves and are not scanned.
    At most one collapsed "How this was measured" box (a dropdown) per chapter; other dropdowns
    are named for their content.
+4. A chapter's open prose (Markdown outside collapsed dropdowns) is at most about 2,500
+   words (:data:`MAX_OPEN_WORDS`); a glue value, an inline code span or a formula counts as one.
 
 Each check is a function of one notebook returning its problems; the tests at the end plant
 each kind of problem in a temporary notebook and require the check to report it.
@@ -192,6 +194,37 @@ def word_problems(nb) -> list[str]:
 
 
 # ------------------------------------------------------------------ the book
+# "About 2,500 words" of open prose per chapter: the count below (:func:`open_words`) allows 4 %.
+MAX_OPEN_WORDS = 2600
+COLLAPSED = re.compile(r"^(`{3,}|:{3,})[ \t]*\{(?:dropdown|toggle)\}.*?^\1[ \t]*$"
+                       r"|^(`{3,}|:{3,})[ \t]*\{admonition\}[^\n]*\n:class:[ \t]*dropdown.*?^\2[ \t]*$", re.S | re.M)
+
+
+def open_words(nb) -> int:
+    """Words of a notebook's Markdown outside collapsed blocks (a MyST dropdown or toggle, an
+    admonition of class dropdown); a role (``{glue:text}`x` ``), an inline code span or a
+    formula counts as one word."""
+    md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    md = COLLAPSED.sub("", md)
+    md = re.sub(r"\{[a-z:]+\}`[^`]*`|`[^`]*`|\$\$.*?\$\$|\$[^$]*\$", " X ", md, flags=re.S)
+    md = re.sub(r"\]\([^)]*\)", "]", md)                 # a link counts by its text, not its target
+    return len(re.findall(r"[A-Za-z][A-Za-z'-]*", md))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_open_prose_is_at_most_about_2500_words(path):
+    n = open_words(nbformat.read(path, 4))
+    assert n <= MAX_OPEN_WORDS, f"{path.name}: {n} words of open prose (at most {MAX_OPEN_WORDS}); " \
+                                "fold the rest into a named dropdown or cut it"
+
+
+def test_a_planted_long_chapter_is_caught_and_dropdowns_do_not_count(tmp_path):
+    long = " ".join(["word"] * (MAX_OPEN_WORDS + 1))
+    assert open_words(_notebook(tmp_path, [nbformat.v4.new_markdown_cell(long)])) > MAX_OPEN_WORDS
+    folded = f"Short.\n\n```{{dropdown}} More\n{long}\n```\n"
+    assert open_words(_notebook(tmp_path, [nbformat.v4.new_markdown_cell(folded)])) == 1
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_code_cells_only_call_the_chapter(path):
     problems = thin_problems(nbformat.read(path, 4))
