@@ -17,6 +17,8 @@ from helpers.models.raster import cdiv
 from helpers.runtime import bench, catalog, gpu, launch, panels, results, roofline, sweep
 from helpers.runtime.checks import multiple_of
 
+from . import heaven_steps
+
 SMEM_OPTIN_SM90 = 232448      # bytes: the per-block opt-in limit of an H100/H200 (227 KB)
 
 # Blocks of the one-output-per-thread kernels of chapters 1-2, and their sweep.
@@ -425,53 +427,6 @@ def show_sweep(key: str, shape, names=None, title: str = "", labels: str = "plai
         live_slider(key, shape)
 
 
-# One line per heaven for the landing page: what held the kernel before, and what the step does.
-# One line per heaven for the landing page: what limited the kernel before the step (with the
-# glossary's term for it) and what the step does. {fp32_peak}, {gpu}, {wmma_idle} and {probe_top} are
-# filled from the records by :func:`step_rows`.
-GLOSSARY = "glossary.html#term-"
-STEPS = {
-    1: ("nothing yet: one thread per element of C",
-        f"loads along rows so a warp reads whole 32-byte [sectors]({GLOSSARY}sector)"),
-    2: ("one 4-byte load per instruction", "float4 loads and a K-major B: four elements per load"),
-    3: (f"the [L1/TEX]({GLOSSARY}L1-TEX) data pipe: every operand of every FMA passes through it "
-        "(DRAM nearly idle)", "tiles staged in shared memory and reused by the block"),
-    4: (f"one shared-memory load per FMA: the shared-memory queue is full ([MIO throttle]({GLOSSARY}MIO-throttle))",
-        f"a 1-D register strip per thread and an XOR [swizzle]({GLOSSARY}swizzle) of A"),
-    5: ("one output per shared-memory load",
-        f"[register]({GLOSSARY}register-tile) and warp tiles, double buffering, a [cp.async]({GLOSSARY}cp.async) pipeline"),
-    6: (f"the [FMA pipe]({GLOSSARY}FMA-pipe) itself ({{fp32_peak:.1f}} TFLOP/s peak on the {{gpu}})",
-        f"[Tensor Cores]({GLOSSARY}Tensor-Core) through WMMA, fp16 in, fp32 accumulate"),
-    7: (f"WMMA's instructions around each [HMMA]({GLOSSARY}HMMA): the [Tensor pipe]({GLOSSARY}Tensor-pipe) "
-        "idles {wmma_idle:.0f} % of the launch",
-        f"[mma.sync]({GLOSSARY}mma.sync), [ldmatrix]({GLOSSARY}ldmatrix), a swizzled layout, a deeper pipeline"),
-    8: ("guesses about what limits each kernel", "Nsight Compute panels and the decision table, every heaven"),
-    9: (f"shapes other than multiples of the tile, too few tiles, a ragged last wave ([tile quantization]({GLOSSARY}tile-quantization))",
-        f"[predicated]({GLOSSARY}predication) cp.async, a repack, [split-K]({GLOSSARY}split-K), "
-        f"[stream-K]({GLOSSARY}stream-K), a dispatcher"),
-    10: ("mma.sync's issue rate: {probe_top:.2f} of cuBLAS with every other stage removed",
-         f"[TMA]({GLOSSARY}TMA), wgmma, warp specialization, [persistent]({GLOSSARY}persistent-kernel) tiles, "
-         f"[clusters]({GLOSSARY}cluster) (sm_90a)"),
-}
-
-
-def step_rows(recs: list) -> list:
-    """The landing page's rows (heaven, what limited it before, this step, ratio to cuBLAS), with
-    the measured numbers of :data:`STEPS` read from the records: the FP32 peak of the recorded
-    spec sheet (SMs x FP32 lanes x 2 x boost clock), WMMA's idle Tensor pipe (100 - its Nsight
-    Compute tensor-pipe activity, chapter 8's panels) and chapter 7's mma-only ceiling
-    (extras.mma_sync_probes, fp16). KeyError when one of them is not recorded."""
-    runs, _, _ = panels.recorded()
-    wmma = next(r for r in runs if r["key"] == HEADLINE[6] and list(r["shape"]) == [4096, 4096, 4096])
-    vals = {"fp32_peak": results.load()["ceilings"]["spec"]["fp32_peak_TFLOPs"],
-            "gpu": results.load()["provenance"]["gpu"],
-            "wmma_idle": 100 - wmma["panel"]["tensor_pct"],
-            "probe_top": results.load()["extras"]["mma_sync_probes"]["float16"]["rows"][-1]["ratio"]}
-    by = {r["chapter"]: r for r in recs}
-    return [{"heaven": h, "limited before by": before.format(**vals), "this step": step.format(**vals),
-             "ratio to cuBLAS": by[h]["ratio"] if h in by else None} for h, (before, step) in STEPS.items()]
-
-
 def show_staircase(interactive: bool = False) -> list:
     """The landing page's staircase: every heaven's headline kernel at 4096^3 (live on a
     GPU, else the H200's records, labelled) on a log scale with the measured roofs, and
@@ -483,7 +438,7 @@ def show_staircase(interactive: bool = False) -> list:
     else:
         show.static_figure(staircase_fig.staircase_html(recs, roofline.ceilings()),
                            f"<{staircase_fig.TITLE}: SVG>")
-    rows = step_rows(recs)
+    rows = heaven_steps.step_rows(recs, wmma_key=HEADLINE[6])
     show.table(rows, ["heaven", "limited before by", "this step", "ratio to cuBLAS"],
                f"Ratios at 4096^3 against cuBLAS of the kernel's dtype (heaven 8 adds no kernel); {bench.where(recs)}.")
     return recs
