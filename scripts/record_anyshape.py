@@ -11,7 +11,9 @@ helpers/chapters/ch09_any_shape.py): ``odd`` (4093^3 against the aligned kernel,
 fp16 and bf16), ``check_grid`` (every strategy on the issue's correctness grid),
 ``splitk_float16`` / ``splitk_bfloat16``, ``reproducibility``, ``streamk_float16`` /
 ``streamk_bfloat16``, ``waves`` (wave quantization and its control), ``zoo`` (the
-shape zoo, fp16). Every speed is a ratio to cuBLAS timed on the same inputs in
+shape zoo, fp16), ``end_to_end`` (gemm(A, B, out=C) as a reader calls it over the zoo
+and the LLM GEMMs, beside the kernel-only run(), chapter 9's kernels only), ``host``
+(CPU microseconds per call of gemm(), run() and cupy.matmul). Every speed is a ratio to cuBLAS timed on the same inputs in
 alternating rounds; every result was checked against float64 first. The file's
 ``provenance`` says where and when (GPU, driver, CuPy, date, commit), and each
 section's ``<name>_seconds`` how long it took and ``<name>_commit`` the commit it ran at.
@@ -27,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from helpers.chapters import ch09_any_shape as ch  # noqa: E402  (after the path set-up)
+from helpers.chapters import ch09_any_shape as ch, ch09_end_to_end as e2e  # noqa: E402  (after the path set-up)
 from helpers.runtime import gpu, results  # noqa: E402
 
 SECTIONS = {
@@ -40,6 +42,8 @@ SECTIONS = {
     "streamk_bfloat16": lambda: ch.streamk_rows("bfloat16"),
     "waves": ch.wave_rows,
     "zoo": ch.zoo,
+    "end_to_end": e2e.end_to_end,
+    "host": e2e.host_rows,
 }
 
 SANITIZE = [((35, 79, 19), (0, 0, 0)), ((129, 131, 67), (1, 1, 1)), ((130, 264, 200), (0, 0, 0)),
@@ -83,6 +87,13 @@ def main() -> int:
         out.write_text(json.dumps(doc, indent=1, default=str))
     if "zoo" in doc:
         print(ch.zoo_summary(doc["zoo"]))
+    if "end_to_end" in a.sections:
+        print(e2e.summary(doc["end_to_end"]))
+        for r in doc["end_to_end"]:
+            print(f"{r['M']:>6} x {r['N']:>6} x {r['K']:>6} {r['plan']:32s} gemm() {r['ratio']:.3f} "
+                  f"run() {r['kernel ratio']:.3f} host {r['host share']:.2f} best {r['best plan']} {r['best ratio']:.3f}")
+    for r in doc.get("host", []) if "host" in a.sections else []:
+        print(r)
     for r in doc.get("odd", []):
         print(f"{r['dtype']:9s} {r['title']:40s} {'x'.join(map(str, r['shape'])):15s} {r.get('value')} TFLOP/s "
               f"ratio {r.get('ratio')} of_aligned {r.get('of_aligned')}")
