@@ -5,6 +5,8 @@ Usage (on an sm_80+ GPU):
     python scripts/record_anyshape.py --sections zoo waves  # some sections (merged into the file)
     python scripts/record_anyshape.py --sanitize-small      # every strategy once on tiny odd shapes
     compute-sanitizer --tool memcheck python scripts/record_anyshape.py --sanitize-small
+    compute-sanitizer --tool racecheck python scripts/record_anyshape.py --sanitize-small \
+        --dtypes float16 --shapes 3 --strategies dp regs streamk_sk hopper   # each kernel build once
 
 Sections (each the return value of the chapter function of the same name,
 helpers/chapters/ch09_any_shape.py): ``odd`` (4093^3 against the aligned kernel,
@@ -50,12 +52,13 @@ SANITIZE = [((35, 79, 19), (0, 0, 0)), ((129, 131, 67), (1, 1, 1)), ((130, 264, 
             ((300, 520, 264), (0, 0, 0))]
 
 
-def sanitize_small(dtypes) -> int:
-    """Every strategy the GPU runs, once, on small odd shapes (the last one has 2 x 3 tiles,
+def sanitize_small(dtypes, strategies=None, shapes=None) -> int:
+    """Every strategy the GPU runs (or those of ``strategies``), once, on small odd shapes
+    (:data:`SANITIZE`, or its entries at the indices ``shapes``; the last one has 2 x 3 tiles,
     so stream-K shares tiles between blocks); prints one line per shape."""
-    names = [s for s in ch.STRATEGIES if ch.can_run(s) is None]
+    names = [s for s in (strategies or ch.STRATEGIES) if ch.can_run(s) is None]
     for dt in dtypes:
-        for shape, offs in SANITIZE:
+        for shape, offs in (SANITIZE if shapes is None else [SANITIZE[i] for i in shapes]):
             recs = ch.measure(names, shape, dt, offs, check_only=True)
             print(dt, shape, offs, "max rel_err", max(r["rel_err"] for r in recs if r.get("rel_err") is not None),
                   flush=True)
@@ -68,11 +71,14 @@ def main() -> int:
     ap.add_argument("--out", default=None, help="default: results/<gpu slug>-anyshape.json")
     ap.add_argument("--sanitize-small", action="store_true")
     ap.add_argument("--dtypes", nargs="*", default=["float16", "bfloat16"], help="for --sanitize-small")
+    ap.add_argument("--strategies", nargs="*", default=None, help="for --sanitize-small (default: all)")
+    ap.add_argument("--shapes", nargs="*", type=int, default=None,
+                    help="for --sanitize-small: indices into SANITIZE (default: all)")
     a = ap.parse_args()
     if not ch.live_here():
         sys.exit(f"record_anyshape.py needs an sm_80+ GPU ({ch.can_run('dp')})")
     if a.sanitize_small:
-        return sanitize_small(a.dtypes)
+        return sanitize_small(a.dtypes, a.strategies, a.shapes)
     prov = results.provenance()
     out = Path(a.out or results.RESULTS_DIR / f"{gpu.slug(prov['gpu'])}-anyshape.json")
     doc = json.loads(out.read_text()) if out.is_file() else {}
