@@ -15,7 +15,10 @@ fp16 and bf16), ``check_grid`` (every strategy on the issue's correctness grid),
 ``streamk_bfloat16``, ``waves`` (wave quantization and its control), ``zoo`` (the
 shape zoo, fp16), ``end_to_end`` (gemm(A, B, out=C) as a reader calls it over the zoo
 and the LLM GEMMs, beside the kernel-only run(), chapter 9's kernels only), ``host``
-(CPU microseconds per call of gemm(), run() and cupy.matmul). Every speed is a ratio to cuBLAS timed on the same inputs in
+(CPU microseconds per call of gemm(), run() and cupy.matmul), ``hopper_dispatch`` and
+``end_to_end_hopper`` (chapter 10's last section: its kernel as the dispatcher's "hopper"
+strategies; sm_90). Sections other than check_grid, host and those two run with chapter 9's
+kernels only (``anyshape.without_hopper``). Every speed is a ratio to cuBLAS timed on the same inputs in
 alternating rounds; every result was checked against float64 first. The file's
 ``provenance`` says where and when (GPU, driver, CuPy, date, commit), and each
 section's ``<name>_seconds`` how long it took and ``<name>_commit`` the commit it ran at.
@@ -31,8 +34,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from helpers.chapters import ch09_any_shape as ch, ch09_end_to_end as e2e  # noqa: E402  (after the path set-up)
-from helpers.runtime import gpu, results  # noqa: E402
+from helpers.chapters import ch09_any_shape as ch, end_to_end as e2e, hopper_dispatch as hd  # noqa: E402
+from helpers.runtime import anyshape as rt, gpu, results  # noqa: E402
 
 SECTIONS = {
     "odd": ch.odd_shapes,
@@ -46,7 +49,10 @@ SECTIONS = {
     "zoo": ch.zoo,
     "end_to_end": e2e.end_to_end,
     "host": e2e.host_rows,
+    "hopper_dispatch": hd.hopper_dispatch,
+    "end_to_end_hopper": hd.end_to_end_hopper,
 }
+WITH_HOPPER = ("check_grid", "host", "hopper_dispatch", "end_to_end_hopper")   # the others: chapter 9's kernels
 
 SANITIZE = [((35, 79, 19), (0, 0, 0)), ((129, 131, 67), (1, 1, 1)), ((130, 264, 200), (0, 0, 0)),
             ((300, 520, 264), (0, 0, 0))]
@@ -86,7 +92,11 @@ def main() -> int:
     doc["command"] = "python scripts/record_anyshape.py " + " ".join(sys.argv[1:])
     for name in a.sections:
         t0 = time.time()
-        doc[name] = SECTIONS[name]()
+        if name in WITH_HOPPER:              # every strategy; the runtime as a reader has it; chapter 10
+            doc[name] = SECTIONS[name]()
+        else:                                 # chapter 9's own kernels (chapter 10 adds its Hopper path)
+            with rt.without_hopper():
+                doc[name] = SECTIONS[name]()
         doc[f"{name}_seconds"] = round(time.time() - t0, 1)
         doc[f"{name}_commit"] = prov.get("commit")      # sections merge into one file: each keeps its own
         print(f"{name}: {doc[f'{name}_seconds']} s", flush=True)

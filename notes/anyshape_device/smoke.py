@@ -1,9 +1,10 @@
 """Device smoke of the cached dispatcher (fp16): correctness through gemm() (miss then hit),
 CPU cost per call, and a few end-to-end rows."""
-import sys, time
+import sys
+import time
 sys.path.insert(0, ".")
 from helpers.runtime import anyshape as rt, gpu, verify, bench
-from helpers.chapters import ch09_any_shape as ch9, ch09_end_to_end as e2e
+from helpers.chapters import ch09_end_to_end as e2e
 cp = gpu.cupy()
 T0 = time.time()
 names = [s for s in rt.STRATEGIES if rt.can_run(s) is None]

@@ -11,6 +11,7 @@ mma.sync family of ``kernels/09_any_shape.cu``): every measurement here runs ins
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 from helpers.figures import anyshape as fig, show
@@ -41,8 +42,9 @@ def _cublas_ms(r: dict) -> float | None:
 
 
 def measure_shape(group: str, label: str, shape, dtype: str = "float16", rounds: int = 3,
-                  budget_ms: float = 60.0) -> dict:
-    """One zoo row, live, on chapter 9's kernels only: each candidate strategy
+                  budget_ms: float = 60.0, hopper: bool = False) -> dict:
+    """One zoo row, live, on chapter 9's kernels only (``hopper``: with chapter 10's kernel
+    too, where the runner has it and this GPU runs it): each candidate strategy
     (:func:`helpers.chapters.ch09_any_shape.candidates`) called as a reader calls it,
     ``gemm(A, B, out=C, strategy=s)`` (checked against float64 after a NaN poison, then CUDA
     events around each call, alternating with ``cupy.matmul`` in ``rounds`` rounds), and
@@ -55,7 +57,7 @@ def measure_shape(group: str, label: str, shape, dtype: str = "float16", rounds:
     A, B, _ = data.args()
     al = rt.aligned_inputs(A, B)
     recs = []
-    with rt.without_hopper():
+    with (contextlib.nullcontext() if hopper else rt.without_hopper()):
         names = ch9.candidates(M, N, K, al)
         for n in names:
             p = rt.plan_for(n, M, N, K, al)
@@ -79,9 +81,10 @@ def measure_shape(group: str, label: str, shape, dtype: str = "float16", rounds:
             "auto within 5% of best": auto["ratio"] >= 0.95 * best["ratio"], "records": recs + [kern]}
 
 
-def end_to_end(dtype: str = "float16", which=None, rounds: int = 3, budget_ms: float = 60.0) -> list:
+def end_to_end(dtype: str = "float16", which=None, rounds: int = 3, budget_ms: float = 60.0,
+               hopper: bool = False) -> list:
     """Live: :func:`measure_shape` over :func:`shapes` (or ``which``, a list of its items)."""
-    return [measure_shape(g, lab, s, dtype, rounds, budget_ms) for g, lab, s in (which or shapes())]
+    return [measure_shape(g, lab, s, dtype, rounds, budget_ms, hopper) for g, lab, s in (which or shapes())]
 
 
 HOST_SHAPES = ((64, 64, 64), (1000, 1001, 1002), (512, 512, 32768), (1, 4096, 4096), (4093, 4093, 4093),
@@ -89,7 +92,7 @@ HOST_SHAPES = ((64, 64, 64), (1000, 1001, 1002), (512, 512, 32768), (1, 4096, 40
 
 
 def host_rows(dtype: str = "float16", host_shapes=HOST_SHAPES, calls: int = 200) -> list:
-    """Live: CPU microseconds per call (:func:`helpers.runtime.anyshape.host_cost`, ``calls``
+    """Live: CPU microseconds per call (:func:`helpers.runtime.timing.host_cost`, ``calls``
     calls in a row on one shape, the caches warm) of ``gemm(A, B, out=C)`` as the book's
     runtime has it on this GPU, of ``run(plan, A, B, C)`` with the plan made beforehand, of
     ``cupy.matmul(A, B, out=C)``, and of planning alone without the cache
@@ -104,9 +107,9 @@ def host_rows(dtype: str = "float16", host_shapes=HOST_SHAPES, calls: int = 200)
         row = {"M x N x K": f"{M} x {N} x {K}", "dtype": dtype, "plan": p.name}
         for what, call in (("gemm()", lambda: rt.gemm(A, B, out=C)), ("run(plan)", lambda: rt.run(p, A, B, C)),
                            ("cupy.matmul", lambda: cp.matmul(A, B, out=C))):
-            h = rt.host_cost(call, sync, calls)
+            h = timing.host_cost(call, sync, calls)
             row[f"{what} us"], row[f"{what} p90 us"] = bench.sig(h["median_us"], 3), bench.sig(h["p90_us"], 3)
-        h = rt.host_cost(lambda: rt.plan_for("auto", M, N, K, al), sync, calls)
+        h = timing.host_cost(lambda: rt.plan_for("auto", M, N, K, al), sync, calls)
         row["planning alone us"] = bench.sig(h["median_us"], 3)
         rows.append(row)
     return rows
@@ -126,27 +129,29 @@ def summary(rows: list) -> str:
             f"on {ok} of {len(rows)}.")
 
 
-def show_end_to_end() -> list:
-    """The end-to-end zoo (recorded; live it takes minutes, so the page shows the record):
+def show_end_to_end(section: str = "end_to_end", host: bool = True) -> None:
+    """The end-to-end zoo of ``section`` ("end_to_end": chapter 9's kernels; "end_to_end_hopper":
+    with chapter 10's kernel), recorded (live it takes minutes, so the page shows the record):
     two heatmaps of the ratio to cuBLAS through ``gemm()`` (the shape zoo; the LLM GEMMs by
-    token count), a table with the kernel-only ratio and the host share beside it, and the
-    host-time table."""
+    token count), a table with the kernel-only ratio and the host share beside it, and (``host``)
+    the table of CPU time per call."""
     doc = results.artifact("anyshape") or {}
     where = results.artifact_where(doc, "anyshape")
-    rows = doc.get("end_to_end")
+    rows = doc.get(section)
     if not rows:
-        show.note(f"The end-to-end zoo: {where}.", title="End to end")
-        return []
-    show.figure(fig.end_to_end_figure(rows, where))
+        show.note(f"The end-to-end zoo is not in the record ({where}) yet: on an sm_80+ GPU, "
+                  f"`python scripts/record_anyshape.py --sections {section}` measures it.", title="End to end")
+        return
+    who = "with chapter 10's kernel" if "hopper" in section else "chapter 9's kernels only"
+    show.figure(fig.end_to_end_figure(rows, f"{who}; {where}"))
     print(summary(rows))
     show.table(rows, {"label": "shape", "M": "M", "N": "N", "K": "K", "plan": "auto's plan",
                       "ratio": "gemm() / cuBLAS", "kernel ratio": "run() / cuBLAS", "host share": "host share",
                       "best plan": "fastest strategy", "best ratio": "its ratio"},
                f"gemm(A, B, out=C) timed as a reader calls it (CUDA events around each call, alternating with "
                f"cupy.matmul) beside the same plan pre-planned (run()); host share = 1 - run() time / gemm() "
-               f"time; chapter 9's kernels only; {where}.")
-    host = doc.get("host")
-    if host:
-        show.table(host, list(host[0]), f"CPU microseconds per call, median of 200 calls in a row on one shape "
-                   f"(the caches warm); {where}.")
-    return rows
+               f"time; {who}; {where}.")
+    rows_host = doc.get("host") if host else None
+    if rows_host:
+        show.table(rows_host, list(rows_host[0]), f"CPU microseconds per call, median of 200 calls in a row on "
+                   f"one shape (the caches warm); {where}.")
