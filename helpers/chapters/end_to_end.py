@@ -42,7 +42,7 @@ def _cublas_ms(r: dict) -> float | None:
 
 
 def measure_shape(group: str, label: str, shape, dtype: str = "float16", rounds: int = 3,
-                  budget_ms: float = 60.0, hopper: bool = False) -> dict:
+                  budget_ms: float = 40.0, hopper: bool = False) -> dict:
     """One zoo row, live, on chapter 9's kernels only (``hopper``: with chapter 10's kernel
     too, where the runner has it and this GPU runs it): each candidate strategy
     (:func:`helpers.chapters.ch09_any_shape.candidates`) called as a reader calls it,
@@ -81,7 +81,7 @@ def measure_shape(group: str, label: str, shape, dtype: str = "float16", rounds:
             "auto within 5% of best": auto["ratio"] >= 0.95 * best["ratio"], "records": recs + [kern]}
 
 
-def end_to_end(dtype: str = "float16", which=None, rounds: int = 3, budget_ms: float = 60.0,
+def end_to_end(dtype: str = "float16", which=None, rounds: int = 3, budget_ms: float = 40.0,
                hopper: bool = False) -> list:
     """Live: :func:`measure_shape` over :func:`shapes` (or ``which``, a list of its items)."""
     return [measure_shape(g, lab, s, dtype, rounds, budget_ms, hopper) for g, lab, s in (which or shapes())]

@@ -344,8 +344,8 @@ def _prepare_hopper(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: 
     With ``plan.splits`` > 1: split-K on its ``plan.cluster_m`` build
     (:func:`hopper_splitk_build`), a persistent grid over tiles x splits units, fp32 slabs
     W[z][M][N8], then the deterministic ``splitk_reduce``. The tensor maps are built once per
-    set of pointers they describe (the scratch buffers' never change; the caller's are kept
-    for the last eight sets), not once per call."""
+    set of pointers they describe (the scratch buffers' never change; for the caller's arrays
+    the last two sets are kept, with the arrays they hold alive), not once per call."""
     fns = _kernels(dtype, True)
     k8, n8 = model.round_up(K, 8), model.round_up(N, 8)
     steps = []
@@ -375,9 +375,9 @@ def _prepare_hopper(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: 
         a, b, c = (A if Ap is None else Ap), (B if Bp is None else Bp), (C if Cp is None else Cp)
         k = (a.data.ptr, b.data.ptr, c.data.ptr)
         got = maps.get(k)
-        if got is None:                          # they hold their arrays: keep the last few only
+        if got is None:                          # they hold their arrays: keep the last two sets only
             got = maps[k] = spec.args(p, a, b, c, M, n8, k8, *extra)
-            while len(maps) > 8:
+            while len(maps) > 2:
                 maps.pop(next(iter(maps)))
         return got
     steps.append(_launch(fn, grid, block, args, smem_b))
