@@ -19,7 +19,9 @@ chapters/  one module per chapter: its catalog entries and the calls its noteboo
     ch09_any_shape       any M, N, K (predication, padding), split-K, stream-K: catalog entries, measurements
     dispatcher_demo      chapter 9's live call of helpers.gemm on an odd shape (ch09_any_shape is full)
     prose_ch09           chapter 9's prose values: every number its Markdown quotes, read from the records
+    end_to_end           chapter 9's end-to-end zoo: gemm() as a reader calls it against cuBLAS, kernel-only beside it
     ch10_hopper          Hopper: TMA, wgmma, the mbarrier ring (sm_90a); names its last rung to chapter 9's runner
+    hopper_dispatch      chapter 10's last section: its kernel as strategies of chapter 9's dispatcher
     ch11_pitfalls        appendix: broken kernels beside their fixes, each with the check that catches it
 colab      helpers.setup(), the first cell of every notebook: nothing outside Colab; on Colab the
            clone, CuPy of the right CUDA, plotly/ipywidgets floors, the widget manager

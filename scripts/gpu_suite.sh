@@ -9,7 +9,8 @@
 #        tests      pytest tests/ (helper units, nvcc checks, GPU kernel tests over many shapes)
 #        nbval      pytest --nbval-lax book/ live, twice with one fresh CuPy cache: the second
 #                   run must compile nothing (same number of cached modules)
-#        sanitize   compute-sanitizer memcheck and racecheck over every kernel (small shapes)
+#        sanitize   compute-sanitizer memcheck, racecheck and initcheck over every kernel (small shapes),
+#                   and over chapter 9's dispatcher (racecheck on a subset)
 #        ncu        Nsight Compute counters: banks and ldmatrix (model vs hardware), the Hopper ladder,
 #                   every heaven's panel (chapter 8)
 #        record     results/<gpu>.json (scripts/record_results.py)
@@ -67,6 +68,15 @@ if step sanitize; then
   SAN="compute-sanitizer --report-api-errors no --error-exitcode 1 --print-limit 20"
   run memcheck $SAN --tool memcheck $PY scripts/sanitize_run.py
   run racecheck $SAN --tool racecheck $PY scripts/sanitize_run.py
+  run initcheck $SAN --tool initcheck $PY scripts/sanitize_run.py
+  # Chapter 9's dispatcher: memcheck and initcheck over every strategy on small odd shapes;
+  # racecheck on one shape of 2 x 3 tiles, one strategy per kernel build (over every strategy
+  # and shape it runs past 200 s). The Hopper path zeroes the scratch it stages C in, once
+  # (scripts/initcheck_control.py: the control of initcheck's reports on it).
+  run memcheck9 $SAN --tool memcheck $PY scripts/record_anyshape.py --sanitize-small
+  run initcheck9 $SAN --tool initcheck $PY scripts/record_anyshape.py --sanitize-small
+  run racecheck9 $SAN --tool racecheck $PY scripts/record_anyshape.py --sanitize-small --dtypes float16 \
+      --shapes 3 --strategies dp regs streamk_sk hopper
 fi
 
 if step ncu; then

@@ -4,8 +4,10 @@
 The catalog entries (the predicated kernel, cp.async and register builds) and the
 measurements the notebook shows (strategies side by side, reproducibility, waves and
 their control, the shape zoo). The runner and the dispatcher :func:`gemm` live in
-:mod:`helpers.runtime.anyshape` (re-exported here); its "hopper" strategies run chapter 10's
-last rung, which that chapter names to the runner (``anyshape.use_hopper``). Live, each measurement checks every
+:mod:`helpers.runtime.anyshape` (re-exported here). Chapter 9 measures its own kernels only:
+its live measurements run inside ``anyshape.without_hopper()`` and its recorded tables leave
+out the rows of the "hopper" strategies, which chapter 10 adds to the dispatcher at its end
+(helpers/chapters/hopper_dispatch.py). Live, each measurement checks every
 strategy against a float64 reference after a NaN poison and times it against cuBLAS on
 the same inputs in alternating rounds; without a
 GPU (or on one older than sm_80) the notebook reads ``results/h200-anyshape.json``
@@ -164,8 +166,7 @@ SPLITK_SHAPES = ((512, 512, 32768), (256, 256, 65536), (1024, 1024, 16384))
 def splitk_rows(dtype: str = "float16", shapes=SPLITK_SHAPES, rounds: int = 3) -> list:
     """Live: on each shape the kernel without split-K, and split-K at the model's split count
     with the two-pass and the atomic reduction, and the two-pass one at half and twice the
-    model's count; on sm_90 also chapter 10's kernel without and with split-K (two-pass).
-    Records gain ``over_no_split`` (speed over the same kernel unsplit, same run) and
+    model's count (chapter 9's kernels only). Records gain ``over_no_split`` (speed over the same kernel unsplit, same run) and
     ``splits``."""
     out = []
     for shape in shapes:
@@ -174,11 +175,11 @@ def splitk_rows(dtype: str = "float16", shapes=SPLITK_SHAPES, rounds: int = 3) -
         items = ["dp", "splitk", "splitk_atomic"] + [
             model.Plan(schedule="splitk", splits=x, reason=f"split-K {x}: the model's {s} {'halved' if x < s else 'doubled'}")
             for x in (s // 2, 2 * s) if x >= 2]
-        items += ["hopper", "hopper_splitk"] if can_run("hopper") is None else []   # sm_90: chapter 10's kernel
-        recs = measure(items, shape, dtype, rounds=rounds)
+        with rt.without_hopper():
+            recs = measure(items, shape, dtype, rounds=rounds)
         for r, it in zip(recs, items):
             p = it if isinstance(it, model.Plan) else plan_for(it, M, N, K, True)
-            base = recs[items.index("hopper") if str(it).startswith("hopper") else 0]["value"]
+            base = recs[0]["value"]
             out.append({**r, "splits": p.splits,
                         "over_no_split": bench.sig(r["value"] / base, 3) if r["value"] and base else None})
     return out
@@ -275,7 +276,8 @@ ZOO_SMALL = (((256, 256), (1000, 1001), (4093, 4093)), (64, 4093))
 
 
 def candidates(M: int, N: int, K: int, aligned: bool) -> list:
-    """The strategies the zoo compares with the dispatcher's choice on one shape."""
+    """The strategies the zoo compares with the dispatcher's choice on one shape; "hopper"
+    where the runner has a Hopper kernel named and this GPU runs it (chapter 10's zoo)."""
     ops = ["dp"] if aligned else ["regs", "repack", "padding"]
     out = ["auto"] + ops + ["splitk", "streamk"]
     return out + (["hopper"] if can_run("hopper") is None else [])
@@ -288,11 +290,12 @@ def zoo(outs=ZOO_OUT, ks=ZOO_K, dtype: str = "float16", rounds: int = 3, budget_
     dispatcher's ratio was within 3 % of that strategy's (the run-to-run noise of this GPU;
     see :func:`helpers.models.anyshape.zoo_row`)."""
     rows = []
-    for M, N in outs:
-        for K in ks:
-            recs = measure(candidates(M, N, K, (K % 8 == 0 and N % 8 == 0)), (M, N, K), dtype, rounds=rounds,
-                           budget_ms=budget_ms)
-            rows.append(model.zoo_row(recs))
+    with rt.without_hopper():
+        for M, N in outs:
+            for K in ks:
+                recs = measure(candidates(M, N, K, (K % 8 == 0 and N % 8 == 0)), (M, N, K), dtype, rounds=rounds,
+                               budget_ms=budget_ms)
+                rows.append(model.zoo_row(recs))
     return rows
 
 
@@ -301,8 +304,10 @@ def _get(section: str, live_fn, title: str, live: bool = True):
     """Live measurement when this GPU runs sm_80 kernels (and ``live``), else the recorded
     section. Returns (data, where); when there is neither, shows a note and returns (None, where)."""
     if live and live_here():
-        return live_fn(), results.where(True)
+        with rt.without_hopper():
+            return live_fn(), results.where(True)
     data, where = recorded(section)
+    data = _sm80(data)
     if live and gpu.live():
         where += f" (not live: {can_run('dp')})"
     if not data:
@@ -312,17 +317,27 @@ def _get(section: str, live_fn, title: str, live: bool = True):
 
 
 def odd_shapes(dtypes=("float16", "bfloat16")) -> list:
-    """Live: per dtype, the aligned kernels at 4096^3 (chapter 9's; chapter 10's where the GPU
-    runs it) and every operand path at 4093^3. Records gain ``of_aligned``: speed over the
-    aligned kernel of the same family at 4096^3, same run (the hopper path over chapter 10's)."""
+    """Live: per dtype, the aligned kernel at 4096^3 and every operand path at 4093^3 (chapter
+    9's kernels only). Records gain ``of_aligned``: speed over the aligned kernel at 4096^3,
+    same run."""
     out = []
-    for dt in dtypes:
-        al = measure(["dp", "hopper"], (4096, 4096, 4096), dt)
-        odd = measure(["regs", "repack", "padding", "auto", "hopper"], (4093, 4093, 4093), dt)
-        ref = [(al[1] if "hopper" in (r["title"] or "") else al[0]).get("value") for r in odd]  # auto's title: its plan
-        out += [a for a in al if a.get("value")] + [{**r, "of_aligned": bench.sig(r["value"] / x, 3)
-                                                     if r.get("value") and x else None} for r, x in zip(odd, ref)]
+    with rt.without_hopper():
+        for dt in dtypes:
+            al = measure(["dp"], (4096, 4096, 4096), dt)
+            odd = measure(["regs", "repack", "padding", "auto"], (4093, 4093, 4093), dt)
+            x = al[0].get("value")
+            out += al + [{**r, "of_aligned": bench.sig(r["value"] / x, 3) if r.get("value") and x else None}
+                         for r in odd]
     return out
+
+
+def _sm80(recs):
+    """Recorded rows without those of chapter 10's kernel (strategy "hopper..." or a plan that ran it)."""
+    if not isinstance(recs, list):
+        return recs
+    return [r for r in recs if not (isinstance(r, dict) and ("hopper" in str(r.get("title") or "")
+                                                              or str((r.get("params") or {}).get("strategy", ""))
+                                                              .startswith("hopper")))]
 
 
 _COLS = {"dtype": "dtype", "title": "strategy", "shape": "M, N, K", "value": "TFLOP/s", "reference_value": "cuBLAS",
@@ -422,34 +437,32 @@ def zoo_summary(rows: list) -> str:
 def show_zoo(live_small: bool = True) -> None:
     """The recorded zoo (the full grid) and, live, a small grid re-measured now."""
     rows, where = recorded("zoo")
+    rows = [{**r, "hopper ratio": None} for r in rows or [] if "hopper" not in r["plan"]]   # chapter 9's kernels
     if rows:
         show.figure(fig.zoo_figure(rows, where))
         print(zoo_summary(rows))
     else:
         show.note(f"The full zoo: {where}.", title="Zoo")
     if live_small and live_here():
-        small = zoo(*ZOO_SMALL)
+        small = zoo(*ZOO_SMALL)                # chapter 9's kernels (zoo runs without the Hopper path)
         show.figure(fig.zoo_figure(small, results.where(True) + ", the small grid"))
         print(zoo_summary(small))
 
 
 def show_plans(shapes=((1, 1, 1), (35, 79, 19), (4093, 4093, 4093), (512, 512, 32768), (2176, 4096, 8192),
                        (4096, 4096, 4096), (30000, 64, 64))) -> None:
-    """The dispatcher's plan and its one-line reason for a few shapes, twice: on a GPU without
-    chapter 10's sm_90a kernel (sm_80 to sm_89, and any GPU but sm_90) and on an H100/H200, where
-    ``auto`` may hand the shape to that kernel ("the same" where it does not). A model: no GPU
-    needed; C-contiguous inputs, so "aligned" means K % 8 == 0 and N % 8 == 0; this GPU's SMs, or
-    the H200's without one."""
-    sms, rows = rt.sm_count(), []
+    """The dispatcher's plan and its one-line reason for a few shapes on this GPU's SM count
+    (the H200's without a GPU), with chapter 9's kernels. A model: no GPU needed;
+    C-contiguous inputs, so "aligned" means K % 8 == 0 and N % 8 == 0."""
+    sms = rt.sm_count()
+    rows = []
     for s in shapes:
-        a = s[1] % 8 == 0 and s[2] % 8 == 0
-        p, h = model.plan(*s, aligned=a, sms=sms), model.plan(*s, aligned=a, sms=sms, hopper=True)
-        rows.append({"M, N, K": " x ".join(map(str, s)), "plan": p.name, "why": p.reason,
-                     "on sm_90": "the same" if h.name == p.name else f"{h.name}: {h.reason}"})
-    show.table(rows, {"M, N, K": "M, N, K", "plan": "plan (no sm_90a kernel)", "why": "why",
-                      "on sm_90": "plan on an H100/H200"},
-               f"The dispatcher's rules (helpers.models.anyshape.plan) for a GPU of {sms} SMs: without "
-               "chapter 10's kernel, and on an H100/H200, where auto also chooses it. A model: no GPU involved.")
+        p = model.plan(*s, aligned=s[1] % 8 == 0 and s[2] % 8 == 0, sms=sms)
+        rows.append({"M, N, K": " x ".join(map(str, s)), "plan": p.name, "why": p.reason})
+    gpu_name = gpu.device_info()["name"] if gpu.live() else "the H200 of the records"
+    show.table(rows, {"M, N, K": "M, N, K", "plan": "plan", "why": "why"},
+               f"The dispatcher's rules (helpers.models.anyshape.plan) on this GPU ({gpu_name}, {sms} SMs). "
+               "A model: no GPU involved.")
 
 
 def dispatcher_widget():
@@ -460,7 +473,8 @@ def dispatcher_widget():
     box = {n: w.IntText(value=v, description=n, layout=w.Layout(width="160px"))
            for n, v in (("M", 4093), ("N", 4093), ("K", 4093))}
     dt = w.Dropdown(options=list(DTYPES), value="float16", description="dtype")
-    st = w.Dropdown(options=list(STRATEGIES), value="auto", description="strategy")
+    st = w.Dropdown(options=[x for x in STRATEGIES if not x.startswith("hopper")], value="auto",
+                    description="strategy")
     go_ = w.Button(description="measure")
     out = w.Output()
     say = replacing(out)
@@ -472,7 +486,8 @@ def dispatcher_widget():
                 checks.require_all(checks.positive_int(n, v) for n, v in zip("MNK", shape))
                 checks.require(shape[0] * shape[1] * shape[2] <= 2 ** 40, "M*N*K", shape, "must be <= 2^40 here")
                 say(f"{st.value}, {dt.value}, {' x '.join(map(str, shape))}: compiling (first use) and measuring…")
-                r = measure([st.value], shape, dt.value, rounds=2, budget_ms=200)[0]
+                with rt.without_hopper():
+                    r = measure([st.value], shape, dt.value, rounds=2, budget_ms=200)[0]
             except ValueError as e:
                 return say(f"refused before launch: {e}")
             say(f"{st.value}: {r.get('note')}" if r.get("value") is None else

@@ -40,7 +40,7 @@ def prose_values() -> dict:
     doc = results.artifact("anyshape")
     if not doc:
         raise KeyError("results/<gpu>-anyshape.json is not recorded")
-    big, odd, sq = (4096, 4096, 4096), (4093, 4093, 4093), (512, 512, 32768)
+    big, odd = (4096, 4096, 4096), (4093, 4093, 4093)
     f16 = [r for r in doc["odd"] if r["dtype"] == "float16"]
     out = {}
     out["cublas_odd_lo"], out["cublas_odd_hi"] = _span(r["reference_value"] for r in f16 if r["shape"] == list(odd))
@@ -49,19 +49,11 @@ def prose_values() -> dict:
     for name in ("regs", "repack", "padding"):
         out[f"{name}_of_aligned"] = _odd(doc, "float16", odd, name)["of_aligned"]
     both = [r for r in doc["odd"] if r["shape"] == list(odd)]
-    out["hopper_odd_lo"], out["hopper_odd_hi"] = _span(r["ratio"] for r in both if "hopper" in r["title"])
     out["padding_odd_lo"], out["padding_odd_hi"] = _span(r["ratio"] for r in both if r["title"] == "padding")
-    hop_big = _odd(doc, "float16", big, "hopper")
-    out["hopper_min_us"] = 2 * model.HOPPER_MIN_MNK / (hop_big["value"] * 1e12) * 1e6
-
     split = doc["splitk_float16"] + doc["splitk_bfloat16"]
-    # the model's split count on each loop, two-pass: strategies "hopper_splitk" and "splitk"
-    out["hopper_splitk_lo"], out["hopper_splitk_hi"] = _span(r["ratio"] for r in split
-                                                             if r["params"]["strategy"] == "hopper_splitk")
+    # the model's split count, two-pass (strategy "splitk"), chapter 9's loop
     out["direct_splitk_lo"], out["direct_splitk_hi"] = _span(r["ratio"] for r in split
                                                              if r["params"]["strategy"] == "splitk")
-    call = next(r for r in doc["splitk_float16"] if r["shape"] == list(sq) and r["title"].startswith("hopper +"))
-    out["hopper_call_us"] = call["ms"] * 1e3
 
     w = doc["waves"]
     ctl = {c["busy SMs"]: c for c in w["control"]}

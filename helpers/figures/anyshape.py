@@ -144,3 +144,51 @@ def zoo_figure(rows: list, where: str):
     fig.update_layout(title=_title(ZOO_TITLE, f"★ faster than cuBLAS, ○ another strategy >3 % faster<br>{where}"),
                       height=120 + 52 * len(outs), margin=dict(l=60, r=20, t=150, b=20))
     return fig
+
+
+def _grid(rows: list, ykey, xkey, xlabel):
+    ys = list(dict.fromkeys(ykey(r) for r in rows))
+    xs = sorted({r[xkey] for r in rows})
+    z = np.full((len(ys), len(xs)), np.nan)
+    text = [["" for _ in xs] for _ in ys]
+    hover = [["" for _ in xs] for _ in ys]
+    for r in rows:
+        i, j = ys.index(ykey(r)), xs.index(r[xkey])
+        z[i, j] = math.log2(r["ratio"]) if r.get("ratio") else np.nan
+        text[i][j] = f"{_short(r['plan'])}<br>{r['ratio']:.2f}" + ("" if r["auto within 5% of best"] else " ○")
+        hover[i][j] = (f"{r['M']} x {r['N']} x {r['K']}: auto = {r['plan']}<br>gemm(): {r['ratio']} of cuBLAS, "
+                       f"kernel only: {r['kernel ratio']}, host share {r['host share']:.0%}<br>"
+                       f"fastest: {r['best plan']} ({r['best ratio']})")
+    return z, [f"{xlabel}={x}" for x in xs], ys, text, hover
+
+
+def end_to_end_figure(rows: list, where: str):
+    """The end-to-end zoo as two heatmaps sharing one colour scale (log2 of the ratio to
+    cuBLAS of ``gemm(A, B, out=C)``, 1 = white): the shape zoo (rows M x N, columns K) and
+    the LLM GEMMs (rows: the GEMM, columns: tokens = M). Text: auto's plan and ratio; a ring
+    where another strategy was more than 5 % faster end to end; hover: the kernel-only ratio,
+    the host share and the fastest strategy. Rows: chapter 9's end-to-end records
+    (``group`` "zoo" or "LLM", "ratio", "kernel ratio", "host share", "plan", "best plan")."""
+    zoo = [r for r in rows if r["group"] == "zoo"]
+    llm = [r for r in rows if r["group"] == "LLM"]
+    parts = [p for p in ((zoo, lambda r: f"{r['M']}x{r['N']}", "K", "K"),
+                         (llm, lambda r: f"{r['label'].split(' (')[0]}<br>N={r['N']}, K={r['K']}", "M", "tokens"))
+             if p[0]]
+    grids = [_grid(*p) for p in parts]
+    lim = max([1.0] + [float(np.nanmax(np.abs(g[0]))) for g in grids if np.isfinite(g[0]).any()])
+    heights = [len(g[2]) for g in grids]
+    fig = make_subplots(rows=len(grids), cols=1, row_heights=heights, vertical_spacing=0.08)
+    for i, (z, xs, ys, text, hover) in enumerate(grids, start=1):
+        fig.add_trace(go.Heatmap(
+            z=z, x=xs, y=ys, zmin=-lim, zmax=lim, colorscale="RdBu", xgap=2, ygap=2, text=text,
+            texttemplate="%{text}", textfont=dict(size=10), customdata=hover, hovertemplate="%{customdata}<extra></extra>",
+            showscale=i == 1, colorbar=dict(title="ratio", tickvals=[-3, -2, -1, 0, 1, 2, 3],
+                                            ticktext=["1/8", "1/4", "1/2", "1", "2", "4", "8"])), row=i, col=1)
+        fig.update_xaxes(type="category", side="top", row=i, col=1)
+        fig.update_yaxes(type="category", autorange="reversed", row=i, col=1)
+    g = math.exp(sum(math.log(r["ratio"]) for r in rows if r.get("ratio")) / max(1, sum(1 for r in rows if r.get("ratio"))))
+    fig.update_layout(title=_title("gemm(A, B, out=C) end to end: ratio to cuBLAS<br>with auto's plan",
+                                   f"geomean {g:.2f} over {len(rows)} shapes; ○ another strategy >5 % faster; "
+                                   f"a measurement, {where}"),
+                      height=160 + 52 * sum(heights), margin=dict(l=60, r=20, t=160, b=20))
+    return fig

@@ -12,6 +12,9 @@ live with the chapter (helpers/chapters/ch09_any_shape.py).
 """
 from __future__ import annotations
 
+import contextlib
+import os
+
 import numpy as np
 
 from helpers.models import anyshape as model
@@ -75,11 +78,35 @@ def aligned_inputs(A, B) -> bool:
     return A.shape[1] % 8 == 0 and B.shape[1] % 8 == 0 and A.data.ptr % 16 == 0 and B.data.ptr % 16 == 0
 
 
+_DTYPE_NAMES: dict = {}             # dtype object -> "float16" | "bfloat16" (the names DTYPES takes)
+
+
 def check_inputs(A, B, C=None):
     """Validate a GEMM call before anything reaches the GPU. A: (M, K), B: (K, N), both
     C-contiguous CuPy arrays of one dtype (float16 or bfloat16); C: (M, N) of that dtype,
     C-contiguous, or None (allocated). Any M, N, K >= 1, any base pointer. Returns
-    (M, N, K, dtype, C). Raises ValueError naming the argument and the rule."""
+    (M, N, K, dtype, C). Raises ValueError naming the argument, its value and the rule.
+
+    Every rule is one comparison on the good path (about 2 us in all); only a call that
+    breaks one goes through :func:`_explain`, which finds the first broken rule and says it."""
+    cp = gpu.cupy()
+    nd = cp.ndarray
+    if type(A) is nd and type(B) is nd and A.ndim == 2 and B.ndim == 2:
+        (M, K), (Kb, N) = A.shape, B.shape
+        dt = A.dtype
+        name = _DTYPE_NAMES.get(dt)
+        if name is None and str(dt) in DTYPES:
+            name = _DTYPE_NAMES[dt] = str(dt)
+        if (name is not None and B.dtype == dt and Kb == K and M >= 1 and N >= 1 and K >= 1
+                and M < 2 ** 31 and N < 2 ** 31 and K < 2 ** 31
+                and A.flags.c_contiguous and B.flags.c_contiguous
+                and (C is None or (type(C) is nd and C.shape == (M, N) and C.dtype == dt and C.flags.c_contiguous))):
+            return M, N, K, name, (cp.empty((M, N), dt) if C is None else C)
+    return _explain(A, B, C)
+
+
+def _explain(A, B, C=None):
+    """:func:`check_inputs`' rules one by one, raising ValueError at the first broken one."""
     cp = gpu.cupy()
     for name, x in (("A", A), ("B", B)):
         require(isinstance(x, cp.ndarray), name, type(x).__name__, "must be a cupy.ndarray")
@@ -128,80 +155,156 @@ def unpad_into(src, C) -> None:
           (src, np.int32(src.shape[1]), C, np.int32(M), np.int32(N)))
 
 
-def _pad(X, drows, dcols, name):
-    """X copied into the scratch buffer ``name`` of drows x dcols (:func:`pad_into`)."""
-    buf = scratch(name, (drows, dcols), X.dtype)
-    pad_into(X, buf)
-    return buf
-
-
 _EPOCH = [0]
+MAX_CACHED = 256                    # prepared plans and dispatcher calls kept (oldest dropped first)
+_PREPARED: dict = {}                # (plan, M, N, K, dtype, alignment bits) -> launch steps
+_CALLS: dict = {}                   # (strategy, M, N, K, dtype, alignment bits, device, simulated) -> (plan, steps)
+CACHE_STATS = {"hits": 0, "misses": 0}   # of :func:`gemm`'s call cache
 
 
-def run(plan: model.Plan, A, B, C) -> None:
-    """Enqueue ``plan`` on checked arrays (:func:`check_inputs`): C = A @ B. Every copy
-    and every extra launch the plan needs is part of the call (and of its time)."""
+def _bits(A, B, C) -> tuple:
+    """Which of A, B, C start on a 16-byte boundary (the only pointer facts a plan depends on)."""
+    return (A.data.ptr % 16 == 0, B.data.ptr % 16 == 0, C.data.ptr % 16 == 0)
+
+
+def _keep(cache: dict, key, value):
+    cache[key] = value
+    while len(cache) > MAX_CACHED:
+        cache.pop(next(iter(cache)))
+    return value
+
+
+def clear_prepared() -> None:
+    """Forget every prepared plan, dispatcher call and Hopper argument set (the next call
+    plans, allocates scratch and builds its tensor maps again): the control of a measurement
+    of what the caches save, and what :func:`use_hopper` does when the Hopper kernel changes."""
+    _PREPARED.clear()
+    _CALLS.clear()
+    CACHE_STATS.update(hits=0, misses=0)
+
+
+def _launch(fn, grid, block, args, smem_b=0, slots=()):
+    """One step of a prepared plan: ``fn(grid, block, args)`` with the arrays the call passes
+    put in at ``slots`` ((argument index, "A" | "B" | "C" | "epoch"), ...)."""
+    return (fn, grid, block, args, smem_b, tuple(slots))
+
+
+def _copy_step(fn, chunks: int, args, slots=()):
+    return _launch(fn, (max(1, min(cdiv(chunks, 256), 16 * sm_count())),), (256,), args, 0, slots)
+
+
+def _pad_step(dtype, rows, cols, out, src):
+    """``pad_copy`` of the call's array ``src`` ("A" or "B", rows x cols) into scratch ``out``."""
+    drows, dcols = out.shape
+    return _copy_step(_kernels(dtype, True)["pad_copy"], drows * dcols // 8,
+                      (None, np.int32(rows), np.int32(cols), np.int64(cols), out, np.int32(drows), np.int32(dcols)),
+                      ((0, src),))
+
+
+def _unpad_step(dtype, src, M, N):
+    """``unpad_copy`` of scratch ``src`` into the call's C (M x N)."""
+    return _copy_step(_kernels(dtype, True)["unpad_copy"], cdiv(M * N, 8),
+                      (src, np.int32(src.shape[1]), None, np.int32(M), np.int32(N)), ((2, "C"),))
+
+
+def prepare(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: tuple) -> tuple:
+    """The launches and copies of ``plan`` on an M x N x K problem of ``dtype`` whose A, B, C
+    16-byte alignment is ``bits`` (:func:`_bits`), worked out once: kernels built, grids,
+    scalar arguments and scratch buffers allocated, Hopper tensor maps where they do not
+    depend on the caller's pointers. Cached per (plan, M, N, K, dtype, bits); :func:`run`
+    replays it. Returns a tuple of steps."""
+    key = (plan, M, N, K, dtype, bits)
+    got = _PREPARED.get(key)
+    if got is not None:
+        return got
     i32 = np.int32
-    M, K = A.shape
-    N = B.shape[1]
-    dtype = str(A.dtype)
     if plan.operands == "hopper":
-        return _run_hopper(A, B, C, M, N, K, dtype, plan.splits if plan.schedule == "splitk" else 1, plan.cluster_m)
+        return _keep(_PREPARED, key, _prepare_hopper(plan, M, N, K, dtype, bits))
     fns = _kernels(dtype, plan.operands != "regs")
     cfg = model.CFG
-    smem_b, n_threads = smem(cfg), threads(cfg)
+    smem_b, nt = smem(cfg), (threads(cfg),)
     w0 = scratch("w_unused", (4,), np.float32)
+    steps = []
     if plan.operands == "padding":               # tile multiples: every guard of the kernel passes
         Mp, Np, Kp = (model.round_up(M, cfg["BM"]), model.round_up(N, cfg["BN"]), model.round_up(K, cfg["BK"]))
-        Ap, Bp = _pad(A, Mp, Kp, "padA"), _pad(B, Kp, Np, "padB")
-        Cp = scratch("padC", (Mp, Np), A.dtype)
-        fns["gemm_any"]((Np // cfg["BN"], Mp // cfg["BM"], 1), (n_threads,),
-                        (Ap, Bp, Cp, w0, i32(Mp), i32(Np), i32(Kp), i32(Kp), i32(Np), i32(Np),
-                         i32(Kp // cfg["BK"]), i32(0)), shared_mem=smem_b)
-        unpad_into(Cp, C)
-        return
-    Ap, lda, Bp, ldb = A, K, B, N
+        Ap, Bp = scratch("padA", (Mp, Kp), dtype), scratch("padB", (Kp, Np), dtype)
+        Cp = scratch("padC", (Mp, Np), dtype)
+        steps += [_pad_step(dtype, M, K, Ap, "A"), _pad_step(dtype, K, N, Bp, "B"),
+                  _launch(fns["gemm_any"], (Np // cfg["BN"], Mp // cfg["BM"], 1), nt,
+                          (Ap, Bp, Cp, w0, i32(Mp), i32(Np), i32(Kp), i32(Kp), i32(Np), i32(Np),
+                           i32(Kp // cfg["BK"]), i32(0)), smem_b),
+                  _unpad_step(dtype, Cp, M, N)]
+        return _keep(_PREPARED, key, tuple(steps))
+    a_slot, b_slot, lda, ldb = [(0, "A")], [(1, "B")], K, N
+    Ap = Bp = None
     if plan.operands == "repack":                # row strides rounded up to 8 elements, only where needed
-        if K % 8 or A.data.ptr % 16:
-            lda = model.round_up(K, 8)
-            Ap = _pad(A, M, lda, "repackA")
-        if N % 8 or B.data.ptr % 16:
-            ldb = model.round_up(N, 8)
-            Bp = _pad(B, K, ldb, "repackB")
+        if K % 8 or not bits[0]:
+            lda, a_slot = model.round_up(K, 8), []
+            Ap = scratch("repackA", (M, lda), dtype)
+            steps.append(_pad_step(dtype, M, K, Ap, "A"))
+        if N % 8 or not bits[1]:
+            ldb, b_slot = model.round_up(N, 8), []
+            Bp = scratch("repackB", (K, ldb), dtype)
+            steps.append(_pad_step(dtype, K, N, Bp, "B"))
     KT = cdiv(K, cfg["BK"])
     shape_args = (i32(M), i32(N), i32(K), i32(lda), i32(ldb), i32(N))
+    slots = a_slot + b_slot + [(2, "C")]
+    gemm_any = fns["gemm_any"]
     if plan.schedule == "splitk":
         ranges = model.split_ranges(KT, plan.splits)   # blockIdx.z = z: k-tiles [z * ktps, (z+1) * ktps)
         ktps, s = ranges[0][1], len(ranges)      # s: the splits that hold at least one k-tile
         grid = (cdiv(N, cfg["BN"]), cdiv(M, cfg["BM"]), s)
-        if plan.reduction == "atomic":           # kept zero by splitk_reduce (clear = 1)
-            W = scratch("splitk_atomic", (M * N,), np.float32, zero=True)
-            fns["gemm_any"](grid, (n_threads,), (Ap, Bp, C, W, *shape_args, i32(ktps), i32(1)), shared_mem=smem_b)
-            _copy(fns["splitk_reduce"], M * N, (W, C, i32(M), i32(N), i32(N), i32(1), i32(1)))
-        else:
-            W = scratch("splitk_twopass", (s * M * N,), np.float32)
-            fns["gemm_any"](grid, (n_threads,), (Ap, Bp, C, W, *shape_args, i32(ktps), i32(2)), shared_mem=smem_b)
-            _copy(fns["splitk_reduce"], M * N, (W, C, i32(M), i32(N), i32(N), i32(s), i32(0)))
-        return
-    if plan.schedule == "streamk":
+        red = plan.reduction == "atomic"
+        W = (scratch("splitk_atomic", (M * N,), np.float32, zero=True) if red     # kept zero by splitk_reduce
+             else scratch("splitk_twopass", (s * M * N,), np.float32))
+        steps += [_launch(gemm_any, grid, nt, (Ap, Bp, None, W, *shape_args, i32(ktps), i32(1 if red else 2)),
+                          smem_b, slots),
+                  _copy_step(fns["splitk_reduce"], M * N,
+                             (W, None, i32(M), i32(N), i32(N), i32(1 if red else s), i32(1 if red else 0)),
+                             ((1, "C"),))]
+    elif plan.schedule == "streamk":
         G = sm_count()
         dp = model.dp_tiles(M, N, plan.policy, G, cfg)
         if dp:                                   # whole tiles 0..dp-1, data-parallel, on a 1-D grid
-            fns["gemm_any"]((dp, 1, 1), (n_threads,), (Ap, Bp, C, w0, *shape_args, i32(KT), i32(0)), shared_mem=smem_b)
+            steps.append(_launch(gemm_any, (dp, 1, 1), nt, (Ap, Bp, None, w0, *shape_args, i32(KT), i32(0)),
+                                 smem_b, slots))
         W = scratch("sk_w", (G * cfg["BM"] * cfg["BN"],), np.float32)
         flags = scratch("sk_flags", (G,), np.int32, zero=True)
-        _EPOCH[0] = _EPOCH[0] % (2 ** 31 - 1) + 1       # flags equal to this launch's epoch are this launch's
-        fns["gemm_streamk"]((G,), (n_threads,), (Ap, Bp, C, W, flags, *shape_args, i32(dp), i32(_EPOCH[0])),
-                            shared_mem=smem_b)
-        return
-    fns["gemm_any"]((cdiv(N, cfg["BN"]), cdiv(M, cfg["BM"]), 1), (n_threads,),
-                    (Ap, Bp, C, w0, *shape_args, i32(KT), i32(0)), shared_mem=smem_b)
+        steps.append(_launch(fns["gemm_streamk"], (G,), nt, (Ap, Bp, None, W, flags, *shape_args, i32(dp), None),
+                             smem_b, slots + [(12, "epoch")]))
+    else:
+        steps.append(_launch(gemm_any, (cdiv(N, cfg["BN"]), cdiv(M, cfg["BM"]), 1), nt,
+                             (Ap, Bp, None, w0, *shape_args, i32(KT), i32(0)), smem_b, slots))
+    return _keep(_PREPARED, key, tuple(steps))
+
+
+def _replay(steps, A, B, C) -> None:
+    """Enqueue prepared steps (:func:`prepare`) with the call's arrays put into their slots."""
+    for fn, grid, block, args, smem_b, slots in steps:
+        if callable(args):                       # Hopper: arguments built from the call's pointers (cached)
+            args = args(A, B, C)
+        elif slots:
+            args = list(args)
+            for i, what in slots:
+                if what == "epoch":              # flags equal to this launch's epoch are this launch's
+                    _EPOCH[0] = _EPOCH[0] % (2 ** 31 - 1) + 1
+                    args[i] = np.int32(_EPOCH[0])
+                else:
+                    args[i] = A if what == "A" else B if what == "B" else C
+        fn(grid, block, args, shared_mem=smem_b)
+
+
+def run(plan: model.Plan, A, B, C) -> None:
+    """Enqueue ``plan`` on checked arrays (:func:`check_inputs`): C = A @ B. Every copy
+    and every extra launch the plan needs is part of the call (and of its time); the
+    launches themselves are worked out once per (plan, shape, dtype, alignment) by
+    :func:`prepare`."""
+    M, K = A.shape
+    _replay(prepare(plan, M, B.shape[1], K, str(A.dtype), _bits(A, B, C)), A, B, C)
 
 
 HOPPER: dict = {}                   # dtype -> catalog key of the kernel the "hopper" strategies run (use_hopper)
-_HOPPER_LAUNCH: dict = {}
 _HOPPER_SPLITK: dict = {}
-_HOPPER_SPLITK_ARGS: dict = {}      # prepared launch arguments (the arrays they point to stay alive in them)
 
 
 def use_hopper(keys: dict) -> None:
@@ -214,12 +317,7 @@ def use_hopper(keys: dict) -> None:
         require(dt in DTYPES, "dtype", dt, f"must be one of {tuple(DTYPES)}")
         catalog.get(key)
     HOPPER.update(keys)
-
-
-def clear_prepared() -> None:
-    """Forget the prepared arguments of Hopper split-K launches (the next call builds its
-    tensor maps again): the control of a measurement of what that preparation saves."""
-    _HOPPER_SPLITK_ARGS.clear()
+    clear_prepared()                    # plans made without (or with another) Hopper kernel
 
 
 def hopper_splitk_build(dtype: str, cluster_m: int = 1) -> tuple:
@@ -238,44 +336,58 @@ def hopper_splitk_build(dtype: str, cluster_m: int = 1) -> tuple:
     return _HOPPER_SPLITK[(dtype, cluster_m)]
 
 
-def _run_hopper(A, B, C, M, N, K, dtype, splits: int = 1, cluster_m: int = 1) -> None:
-    """The Hopper kernel (:data:`HOPPER`) on any shape: A and B copied (where needed) into C-contiguous
-    buffers with K and N rounded up to 8 (the padding is zero, so it adds nothing), the
-    kernel on (M, N8, K8) (TMA zero-fills the M, N and K tails of its tiles), C copied out
-    of an M x N8 buffer when N % 8 != 0 or C is not 16-byte aligned. With ``splits`` > 1:
-    split-K on its ``cluster_m`` build (:func:`hopper_splitk_build`), a persistent grid over
-    tiles x splits units, fp32 slabs W[z][M][N8], then the deterministic ``splitk_reduce``."""
+def _prepare_hopper(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: tuple) -> tuple:
+    """The steps of the Hopper kernel (:data:`HOPPER`) on any shape: A and B copied (where
+    needed) into C-contiguous scratch with K and N rounded up to 8 (the padding is zero, so it
+    adds nothing), the kernel on (M, N8, K8) (TMA zero-fills the M, N and K tails of its
+    tiles), C copied out of an M x N8 scratch when N % 8 != 0 or C is not 16-byte aligned.
+    With ``plan.splits`` > 1: split-K on its ``plan.cluster_m`` build
+    (:func:`hopper_splitk_build`), a persistent grid over tiles x splits units, fp32 slabs
+    W[z][M][N8], then the deterministic ``splitk_reduce``. The tensor maps are built once per
+    set of pointers they describe (the scratch buffers' never change; for the caller's arrays
+    the last two sets are kept, with the arrays they hold alive), not once per call."""
     fns = _kernels(dtype, True)
     k8, n8 = model.round_up(K, 8), model.round_up(N, 8)
-    Ap = A if (k8 == K and A.data.ptr % 16 == 0) else _pad(A, M, k8, "hopA")
-    Bp = B if (k8 == K and n8 == N and B.data.ptr % 16 == 0) else _pad(B, k8, n8, "hopB")
-    direct = n8 == N and C.data.ptr % 16 == 0
-    Cp = C if direct else scratch("hopC", (M, n8), C.dtype)
-    shape = (M, n8, k8)
+    steps = []
+    Ap = None if (k8 == K and bits[0]) else scratch("hopA", (M, k8), dtype)
+    Bp = None if (k8 == K and n8 == N and bits[1]) else scratch("hopB", (k8, n8), dtype)
+    # The staged C is zeroed once, when it is allocated: initcheck reported unpad_copy's reads of
+    # it on a first call at 7 x 7 x 7 although the TMA store writes every element that copy reads
+    # (scripts/initcheck_control.py: with the buffer NaN-filled first, C comes out finite and right).
+    Cp = None if (n8 == N and bits[2]) else scratch("hopC", (M, n8), dtype, zero=True)
+    if Ap is not None:
+        steps.append(_pad_step(dtype, M, K, Ap, "A"))
+    if Bp is not None:
+        steps.append(_pad_step(dtype, K, N, Bp, "B"))
+    splits = plan.splits if plan.schedule == "splitk" else 1
     if splits > 1:
-        # Everything but the two launches is prepared once per (arrays, shape, splits): at
-        # 1024 x 1024 x 16384 the GPU needs ~60 us, about what rebuilding three tensor-map
-        # arguments and their checks in Python costs (scripts/splitk_clusters.py measures both).
-        key = (dtype, cluster_m, Ap.data.ptr, Bp.data.ptr, Cp.data.ptr, shape, splits)
-        if key not in _HOPPER_SPLITK_ARGS:
-            spec, p, fn, smem_b = hopper_splitk_build(dtype, cluster_m)
-            cl, sms = p["CLUSTER_M"], sm_count()
-            units = cdiv(cdiv(M, 128), cl) * cdiv(n8, 256) * splits     # (tile, k range) pairs, per cluster
-            W = scratch("hopW", (splits * M * n8,), np.float32)
-            red = (W, Cp, np.int32(M), np.int32(n8), np.int32(n8), np.int32(splits), np.int32(0))
-            _HOPPER_SPLITK_ARGS[key] = (fn, (max(cl, min(sms - sms % cl, units * cl)),), smem_b,
-                                        spec.args(p, Ap, Bp, Cp, M, n8, k8, W, np.int32(splits)), red)
-            while len(_HOPPER_SPLITK_ARGS) > 8:     # they hold their arrays: keep the last few only
-                _HOPPER_SPLITK_ARGS.pop(next(iter(_HOPPER_SPLITK_ARGS)))
-        fn, grid, smem_b, args, red = _HOPPER_SPLITK_ARGS[key]
-        fn(grid, (384,), args, shared_mem=smem_b)
-        _copy(fns["splitk_reduce"], M * n8, red)
+        spec, p, fn, smem_b = hopper_splitk_build(dtype, plan.cluster_m)
+        cl, sms = p["CLUSTER_M"], sm_count()
+        units = cdiv(cdiv(M, 128), cl) * cdiv(n8, 256) * splits     # (tile, k range) pairs, per cluster
+        W = scratch("hopW", (splits * M * n8,), np.float32)
+        grid, block, extra = (max(cl, min(sms - sms % cl, units * cl)),), (384,), (W, np.int32(splits))
     else:
-        if (dtype, shape) not in _HOPPER_LAUNCH:
-            _HOPPER_LAUNCH[(dtype, shape)] = launch.prepare(HOPPER[dtype], shape)
-        _HOPPER_LAUNCH[(dtype, shape)](Ap, Bp, Cp, M, n8, k8)
-    if not direct:
-        unpad_into(Cp, C)
+        L = launch.prepare(HOPPER[dtype], (M, n8, k8))
+        spec, p, fn, smem_b, grid, block, extra = L.spec, L.params, L.fn, L.smem, L.grid, L.block, ()
+    maps: dict = {}
+
+    def args(A, B, C):
+        a, b, c = (A if Ap is None else Ap), (B if Bp is None else Bp), (C if Cp is None else Cp)
+        k = (a.data.ptr, b.data.ptr, c.data.ptr)
+        got = maps.get(k)
+        if got is None:                          # they hold their arrays: keep the last two sets only
+            got = maps[k] = spec.args(p, a, b, c, M, n8, k8, *extra)
+            while len(maps) > 2:
+                maps.pop(next(iter(maps)))
+        return got
+    steps.append(_launch(fn, grid, block, args, smem_b))
+    if splits > 1:
+        steps.append(_copy_step(fns["splitk_reduce"], M * n8,
+                                (W, Cp, np.int32(M), np.int32(n8), np.int32(n8), np.int32(splits), np.int32(0)),
+                                () if Cp is not None else ((1, "C"),)))
+    if Cp is not None:
+        steps.append(_unpad_step(dtype, Cp, M, N))
+    return tuple(steps)
 
 
 # ------------------------------------------------------------------ strategies and the dispatcher
@@ -338,12 +450,45 @@ def gemm(A, B, out=None, strategy: str = "auto", verbose: bool = False):
     :func:`helpers.models.anyshape.plan`). With ``verbose`` prints the plan and why.
     fp32 accumulation, result rounded to the input dtype. Returns C. Raises ValueError
     (bad arrays or strategy, or a GPU older than sm_80) before anything is launched.
+
+    A call costs about what cuBLAS's costs on the host: the arrays are checked every time
+    (:func:`check_inputs`), but the plan, its kernels, grids, scalar arguments, scratch
+    buffers and tensor maps are worked out once per (strategy, M, N, K, dtype, 16-byte
+    alignment of A, B and C, device) and replayed (:func:`prepare`; :data:`CACHE_STATS`
+    counts hits and misses, :func:`clear_prepared` empties the caches).
     """
     M, N, K, dtype, C = check_inputs(A, B, out)
-    why_not = can_run(strategy)
-    require(why_not is None, "strategy", strategy, f"cannot run here: {why_not}")
-    p = plan_for(strategy, M, N, K, aligned_inputs(A, B))
+    bits = _bits(A, B, C)
+    if strategy not in STRATEGIES:               # the rule's text is formatted only when it is broken
+        require(False, "strategy", strategy, f"must be one of {STRATEGIES}")
+    key = (strategy, M, N, K, dtype, bits, gpu.cupy().cuda.runtime.getDevice(), os.environ.get(gpu.SIMULATE_VAR))
+    hit = _CALLS.get(key)
+    if hit is None:
+        CACHE_STATS["misses"] += 1
+        why_not = can_run(strategy)
+        require(why_not is None, "strategy", strategy, f"cannot run here: {why_not}")
+        p = plan_for(strategy, M, N, K, K % 8 == 0 and N % 8 == 0 and bits[0] and bits[1])
+        hit = _keep(_CALLS, key, (p, prepare(p, M, N, K, dtype, bits)))
+    else:
+        CACHE_STATS["hits"] += 1
     if verbose:
-        print(f"{M} x {N} x {K} {dtype}: {p.name} -- {p.reason}")
-    run(p, A, B, C)
+        print(f"{M} x {N} x {K} {dtype}: {hit[0].name} -- {hit[0].reason}")
+    _replay(hit[1], A, B, C)
     return C
+
+
+@contextlib.contextmanager
+def without_hopper():
+    """Inside this block the dispatcher knows no Hopper kernel (:data:`HOPPER` empty, the
+    "hopper" strategies refused by :func:`can_run`, "auto" planning for the mma.sync kernels
+    only): chapter 9's measurements, taken before chapter 10 has taught its kernel. The
+    caches are emptied on the way in and out, so no plan of the other setting is replayed."""
+    saved = dict(HOPPER)
+    HOPPER.clear()
+    clear_prepared()
+    try:
+        yield
+    finally:
+        HOPPER.update(saved)
+        clear_prepared()
+

@@ -93,3 +93,21 @@ def test_unpad_copy_any_alignment(M, N, offset):
     rt.unpad_into(src, C)
     assert bool((C.view(cp.uint16) == src[:, :N].view(cp.uint16)).all())
     assert bool(cp.isnan(buf[:offset]).all()) and bool(cp.isnan(buf[offset + M * N:]).all())
+
+
+@pytest.mark.parametrize("strategy", ["auto", "repack", "padding", "splitk", "streamk_sk", "hopper", "hopper_splitk"])
+def test_a_cached_call_computes_with_the_new_arrays(strategy):
+    """The second call of a shape replays the first call's prepared launches: with other
+    arrays it must compute their product (nothing of the first call's arrays is reused)."""
+    if rt.can_run(strategy) is not None:
+        pytest.skip(rt.can_run(strategy))
+    M, N, K = 200, 136, 1000
+    for _ in range(2):
+        before = dict(rt.CACHE_STATS)
+        A = verify.random_matrix((M, K), "float16")
+        B = verify.random_matrix((K, N), "float16")
+        C = gpu.cupy().empty((M, N), gpu.cupy().float16)
+        verify.poison(C)
+        rt.gemm(A, B, out=C, strategy=strategy)
+        assert verify.rel_err(C, verify.reference_gemm(A, B)) <= verify.TOLERANCE["float16"]
+    assert rt.CACHE_STATS["hits"] == before["hits"] + 1

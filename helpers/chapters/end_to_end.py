@@ -1,0 +1,157 @@
+"""Chapter 9, the dispatcher as a reader calls it: ``gemm(A, B, out=C)`` end to end against
+``cupy.matmul`` over a shape zoo that includes the projection and MLP GEMMs of open LLMs,
+beside the kernel-only time of the same plan (pre-planned :func:`helpers.runtime.anyshape.run`),
+and the CPU cost of one call.
+
+A module of its own because ``helpers/chapters/ch09_any_shape.py`` is near its 500-line
+limit; it belongs to chapter 9's page. Chapter 9 measures its own kernels only (the
+mma.sync family of ``kernels/09_any_shape.cu``): every measurement here runs inside
+:func:`helpers.runtime.anyshape.without_hopper`. Recorded by ``scripts/record_anyshape.py``
+(sections ``end_to_end`` and ``host``) into ``results/<gpu>-anyshape.json``.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+
+from helpers.figures import anyshape as fig, show
+from helpers.runtime import anyshape as rt, bench, gpu, results, timing
+
+from . import ch09_any_shape as ch9
+
+# Projection and MLP GEMMs of open LLMs, C[tokens, N] = X[tokens, K] @ W[K, N] (N, K from each
+# model's published configuration: hidden size, intermediate (MLP) size).
+LLM_GEMMS = (("TinyLlama-1.1B MLP up (hidden 2048, MLP 5632)", 5632, 2048),
+             ("Llama-3-8B attention output (hidden 4096)", 4096, 4096),
+             ("Llama-3-8B MLP down (MLP 14336, hidden 4096)", 4096, 14336),
+             ("Llama-3-70B MLP up (hidden 8192, MLP 28672)", 28672, 8192))
+TOKENS = (1, 16, 128, 2048, 8192)
+ZOO_SHAPES = tuple((M, N, K) for M, N in ch9.ZOO_OUT for K in ch9.ZOO_K)
+
+
+def shapes() -> list:
+    """The end-to-end zoo: (group, label, (M, N, K)); chapter 9's 32 zoo shapes, then every
+    LLM GEMM of :data:`LLM_GEMMS` at every token count of :data:`TOKENS` (M = tokens)."""
+    out = [("zoo", f"{M} x {N} x {K}", (M, N, K)) for M, N, K in ZOO_SHAPES]
+    return out + [("LLM", name, (t, N, K)) for name, N, K in LLM_GEMMS for t in TOKENS]
+
+
+def _cublas_ms(r: dict) -> float | None:
+    M, N, K = r["shape"]
+    return timing.gemm_flops(M, N, K) / (r["reference_value"] * 1e9) if r.get("reference_value") else None
+
+
+def measure_shape(group: str, label: str, shape, dtype: str = "float16", rounds: int = 3,
+                  budget_ms: float = 40.0, hopper: bool = False) -> dict:
+    """One zoo row, live, on chapter 9's kernels only (``hopper``: with chapter 10's kernel
+    too, where the runner has it and this GPU runs it): each candidate strategy
+    (:func:`helpers.chapters.ch09_any_shape.candidates`) called as a reader calls it,
+    ``gemm(A, B, out=C, strategy=s)`` (checked against float64 after a NaN poison, then CUDA
+    events around each call, alternating with ``cupy.matmul`` in ``rounds`` rounds), and
+    auto's plan pre-planned (``run(plan, A, B, C)``: the kernel-only time). Returns the row:
+    "ratio" (auto end to end over cuBLAS), "kernel ratio", "ms", "kernel ms", "cuBLAS ms",
+    "host share" (1 - kernel ms / ms, at least 0), "best" and "best ratio" (the fastest
+    strategy end to end, auto included), "auto within 5% of best", "records"."""
+    M, N, K = shape
+    data = bench.inputs(shape, dtype)
+    A, B, _ = data.args()
+    al = rt.aligned_inputs(A, B)
+    recs = []
+    with (contextlib.nullcontext() if hopper else rt.without_hopper()):
+        names = ch9.candidates(M, N, K, al)
+        for n in names:
+            p = rt.plan_for(n, M, N, K, al)
+            recs.append(bench.measure(lambda A, B, C, n=n: rt.gemm(A, B, out=C, strategy=n), shape, dtype,
+                                      data=data, rounds=rounds, budget_ms=budget_ms, chapter=9,
+                                      kernel=f"gemm:{n}", title=p.name, params={"strategy": n, "path": "gemm()"},
+                                      note=p.reason, what=f"gemm(strategy={n!r}) at {M} x {N} x {K}").as_dict())
+        p = rt.plan_for("auto", M, N, K, al)
+        kern = bench.measure(lambda A, B, C: rt.run(p, A, B, C), shape, dtype, data=data, rounds=rounds,
+                             budget_ms=budget_ms, chapter=9, kernel="run:auto", title=p.name,
+                             params={"strategy": "auto", "path": "run()"}, note=p.reason,
+                             what=f"run(auto's plan) at {M} x {N} x {K}").as_dict()
+    auto = recs[0]
+    best = max(recs, key=lambda r: r["ratio"])
+    return {"group": group, "label": label, "M": M, "N": N, "K": K, "dtype": dtype,
+            "GFLOP": bench.sig(timing.gemm_flops(M, N, K) / 1e9, 4), "plan": p.name, "reason": p.reason,
+            "ratio": auto["ratio"], "ms": auto["ms"], "cuBLAS ms": bench.sig(_cublas_ms(auto), 4),
+            "kernel ratio": kern["ratio"], "kernel ms": kern["ms"],
+            "host share": bench.sig(max(0.0, 1 - kern["ms"] / auto["ms"]), 3),
+            "best": best["params"]["strategy"], "best plan": best["title"], "best ratio": best["ratio"],
+            "auto within 5% of best": auto["ratio"] >= 0.95 * best["ratio"], "records": recs + [kern]}
+
+
+def end_to_end(dtype: str = "float16", which=None, rounds: int = 3, budget_ms: float = 40.0,
+               hopper: bool = False) -> list:
+    """Live: :func:`measure_shape` over :func:`shapes` (or ``which``, a list of its items)."""
+    return [measure_shape(g, lab, s, dtype, rounds, budget_ms, hopper) for g, lab, s in (which or shapes())]
+
+
+HOST_SHAPES = ((64, 64, 64), (1000, 1001, 1002), (512, 512, 32768), (1, 4096, 4096), (4093, 4093, 4093),
+               (4096, 4096, 4096))
+
+
+def host_rows(dtype: str = "float16", host_shapes=HOST_SHAPES, calls: int = 200) -> list:
+    """Live: CPU microseconds per call (:func:`helpers.runtime.timing.host_cost`, ``calls``
+    calls in a row on one shape, the caches warm) of ``gemm(A, B, out=C)`` as the book's
+    runtime has it on this GPU, of ``run(plan, A, B, C)`` with the plan made beforehand, of
+    ``cupy.matmul(A, B, out=C)``, and of planning alone without the cache
+    (``plan_for("auto", ...)``, the model's arithmetic)."""
+    cp = gpu.cupy()
+    sync = cp.cuda.get_current_stream().synchronize
+    rows = []
+    for M, N, K in host_shapes:
+        A, B, C = bench.inputs((M, N, K), dtype).args()
+        al = rt.aligned_inputs(A, B)
+        p = rt.plan_for("auto", M, N, K, al)
+        row = {"M x N x K": f"{M} x {N} x {K}", "dtype": dtype, "plan": p.name}
+        for what, call in (("gemm()", lambda: rt.gemm(A, B, out=C)), ("run(plan)", lambda: rt.run(p, A, B, C)),
+                           ("cupy.matmul", lambda: cp.matmul(A, B, out=C))):
+            h = timing.host_cost(call, sync, calls)
+            row[f"{what} us"], row[f"{what} p90 us"] = bench.sig(h["median_us"], 3), bench.sig(h["p90_us"], 3)
+        h = timing.host_cost(lambda: rt.plan_for("auto", M, N, K, al), sync, calls)
+        row["planning alone us"] = bench.sig(h["median_us"], 3)
+        rows.append(row)
+    return rows
+
+
+def geomean(rows: list, key: str = "ratio") -> float:
+    """Geometric mean of ``row[key]`` over the rows that have it."""
+    v = [r[key] for r in rows if r.get(key)]
+    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else float("nan")
+
+
+def summary(rows: list) -> str:
+    """One line: geomean end to end and kernel-only, how often auto is within 5 % of the best."""
+    ok = sum(1 for r in rows if r["auto within 5% of best"])
+    return (f"{len(rows)} shapes: geomean {geomean(rows):.2f} x cuBLAS end to end through gemm(), "
+            f"{geomean(rows, 'kernel ratio'):.2f} x kernel-only; auto within 5 % of the fastest strategy "
+            f"on {ok} of {len(rows)}.")
+
+
+def show_end_to_end(section: str = "end_to_end", host: bool = True) -> None:
+    """The end-to-end zoo of ``section`` ("end_to_end": chapter 9's kernels; "end_to_end_hopper":
+    with chapter 10's kernel), recorded (live it takes minutes, so the page shows the record):
+    two heatmaps of the ratio to cuBLAS through ``gemm()`` (the shape zoo; the LLM GEMMs by
+    token count), a table with the kernel-only ratio and the host share beside it, and (``host``)
+    the table of CPU time per call."""
+    doc = results.artifact("anyshape") or {}
+    where = results.artifact_where(doc, "anyshape")
+    rows = doc.get(section)
+    if not rows:
+        show.note(f"The end-to-end zoo is not in the record ({where}) yet: on an sm_80+ GPU, "
+                  f"`python scripts/record_anyshape.py --sections {section}` measures it.", title="End to end")
+        return
+    who = "with chapter 10's kernel" if "hopper" in section else "chapter 9's kernels only"
+    show.figure(fig.end_to_end_figure(rows, f"{who}; {where}"))
+    print(summary(rows))
+    show.table(rows, {"label": "shape", "M": "M", "N": "N", "K": "K", "plan": "auto's plan",
+                      "ratio": "gemm() / cuBLAS", "kernel ratio": "run() / cuBLAS", "host share": "host share",
+                      "best plan": "fastest strategy", "best ratio": "its ratio"},
+               f"gemm(A, B, out=C) timed as a reader calls it (CUDA events around each call, alternating with "
+               f"cupy.matmul) beside the same plan pre-planned (run()); host share = 1 - run() time / gemm() "
+               f"time; {who}; {where}.")
+    rows_host = doc.get("host") if host else None
+    if rows_host:
+        show.table(rows_host, list(rows_host[0]), f"CPU microseconds per call, median of 200 calls in a row on "
+                   f"one shape (the caches warm); {where}.")

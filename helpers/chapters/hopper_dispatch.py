@@ -1,0 +1,159 @@
+"""Chapter 10's last section: its Hopper kernel plugged into chapter 9's dispatcher.
+
+``helpers.gemm`` (:func:`helpers.runtime.anyshape.gemm`) runs chapter 10's last rung through
+its "hopper" strategies (A and B repacked where TMA cannot read them, the kernel on shapes
+rounded up to 8, C copied out where needed; split-K on its persistent loop with fp32 slabs
+and chapter 9's reduction), and on an sm_90 GPU "auto" hands it the large and the split-K
+problems (:func:`helpers.models.anyshape.plan` with ``hopper=True``). A module of its own
+because it reads chapter 9 (its strategies, its measurement and its end-to-end zoo): it
+belongs to chapter 10's page, which imports it after chapter 10 has taught the kernel.
+
+Records: ``results/<gpu>-anyshape.json``, section ``hopper_dispatch`` (and
+``end_to_end_hopper`` for the zoo), written by ``scripts/record_anyshape.py``; until a file
+has them, the rows of the "hopper" strategies recorded in its ``odd`` and ``splitk_*``
+sections (the same measurements, taken with chapter 9's).
+"""
+from __future__ import annotations
+
+from helpers.figures import anyshape as fig, show
+from helpers.models import anyshape as model
+from helpers.runtime import anyshape as rt, bench, gpu, results, verify
+
+from . import ch09_any_shape as ch9, end_to_end as e2e
+
+ALIGNED, ODD = (4096, 4096, 4096), (4093, 4093, 4093)
+
+
+def hopper_dispatch(dtypes=("float16", "bfloat16")) -> list:
+    """Live (sm_90): per dtype, chapter 9's aligned kernel ("dp") and the "hopper" strategy at
+    4096^3; at 4093^3 chapter 9's best odd-shape path ("padding"), "hopper" and "auto"; on
+    chapter 9's three split-K shapes its "splitk", "hopper_splitk" and "auto". Each checked
+    against float64 and timed against cuBLAS in alternating rounds
+    (:func:`helpers.chapters.ch09_any_shape.measure`). The 4093^3 records gain ``of_aligned``:
+    speed over the same family's aligned kernel at 4096^3, same run."""
+    out = []
+    for dt in dtypes:
+        al = ch9.measure(["dp", "hopper"], ALIGNED, dt)
+        odd = ch9.measure(["padding", "hopper", "auto"], ODD, dt)
+        for r in odd:
+            base = al[1 if "hopper" in (r.get("title") or "") else 0].get("value")
+            r["of_aligned"] = bench.sig(r["value"] / base, 3) if r.get("value") and base else None
+        out += al + odd
+        for shape in ch9.SPLITK_SHAPES:
+            out += ch9.measure(["splitk", "hopper_splitk", "auto"], shape, dt)
+    return out
+
+
+def end_to_end_hopper(dtype: str = "float16") -> list:
+    """Live: chapter 9's end-to-end zoo with chapter 10's kernel among the candidates
+    (:func:`helpers.chapters.end_to_end.end_to_end` with ``hopper=True``)."""
+    return e2e.end_to_end(dtype, hopper=True)
+
+
+def records() -> tuple[list, str]:
+    """The recorded rows of this section and where they came from: ``hopper_dispatch`` when the
+    file has it, else the "hopper" rows (and their chapter 9 counterparts) of ``odd`` and
+    ``splitk_*``. ([], where) when neither is recorded."""
+    doc = results.artifact("anyshape") or {}
+    where = results.artifact_where(doc, "anyshape")
+    if doc.get("hopper_dispatch"):
+        return doc["hopper_dispatch"], where
+    rows = [r for r in doc.get("odd", []) if r["params"]["strategy"] in ("dp", "hopper", "padding", "auto")]
+    for dt in ("float16", "bfloat16"):
+        rows += [r for r in doc.get(f"splitk_{dt}", []) if r["params"]["strategy"] in ("splitk", "hopper_splitk")]
+    return rows, where
+
+
+def _span(values) -> tuple[float, float]:
+    v = [x for x in values if x is not None]
+    if not v:
+        raise KeyError("no recorded value for a range the prose quotes")
+    return min(v), max(v)
+
+
+def prose_values() -> dict:
+    """The measured numbers this section's Markdown quotes (glue names start with ``disp_``):
+    the Hopper path at 4093^3 against cuBLAS and chapter 9's padding path, split-K on both
+    loops, one call's GPU time at 512 x 512 x 32768, and the smallest problem auto hands the
+    Hopper kernel, in µs of its recorded 4096^3 rate. KeyError when a record is missing."""
+    rows, _ = records()
+    odd = [r for r in rows if r["shape"] == list(ODD)]
+    out = {}
+    out["disp_hopper_odd_lo"], out["disp_hopper_odd_hi"] = _span(r["ratio"] for r in odd
+                                                                 if r["params"]["strategy"] == "hopper")
+    out["disp_padding_odd_lo"], out["disp_padding_odd_hi"] = _span(r["ratio"] for r in odd
+                                                                   if r["params"]["strategy"] == "padding")
+    out["disp_hopper_of_aligned"] = _span(r.get("of_aligned") for r in odd if r["params"]["strategy"] == "hopper")[0]
+    split = [r for r in rows if tuple(r["shape"]) in ch9.SPLITK_SHAPES]
+    out["disp_hopper_splitk_lo"], out["disp_hopper_splitk_hi"] = _span(
+        r["ratio"] for r in split if r["params"]["strategy"] == "hopper_splitk")
+    out["disp_splitk_lo"], out["disp_splitk_hi"] = _span(r["ratio"] for r in split
+                                                         if r["params"]["strategy"] == "splitk")
+    big = next(r for r in rows if r["shape"] == list(ALIGNED) and r["params"]["strategy"] == "hopper"
+               and r["dtype"] == "float16")
+    out["disp_hopper_min_us"] = 2 * model.HOPPER_MIN_MNK / (big["value"] * 1e12) * 1e6
+    call = next(r for r in split if r["shape"] == [512, 512, 32768] and r["params"]["strategy"] == "hopper_splitk"
+                and r["dtype"] == "float16")
+    out["disp_hopper_call_us"] = call["ms"] * 1e3
+    return out
+
+
+_COLS = {"dtype": "dtype", "title": "plan", "shape": "M, N, K", "value": "TFLOP/s", "reference_value": "cuBLAS",
+         "ratio": "ratio to cuBLAS", "of_aligned": "of aligned 4096^3", "rel_err": "rel. error"}
+
+
+def show_dispatcher() -> None:
+    """The Hopper kernel inside chapter 9's dispatcher: live on sm_90 (:func:`hopper_dispatch`),
+    else the record; a table, the bars at 4093^3, and the plans auto makes on this GPU family."""
+    if gpu.live() and rt.can_run("hopper") is None:
+        rows, where = hopper_dispatch(), results.where(True)
+    else:
+        rows, where = records()
+    if not rows:
+        show.note(f"The Hopper path of the dispatcher: {where}.", title="Dispatcher")
+        return
+    show.table(rows, _COLS, f"Chapter 10's kernel as strategies of chapter 9's dispatcher, beside chapter 9's own "
+               f"paths; ratios to cuBLAS on the same shape, same run; {where}.")
+    show.figure(fig.strategy_figure([r for r in rows if r["shape"] == list(ODD) and r.get("ratio")], where,
+                                    "4093^3 through the dispatcher: ratio to cuBLAS, same run"))
+    plans = []
+    for s in ((4093, 4093, 4093), (512, 512, 32768), (1024, 1024, 16384), (4096, 4096, 4096), (1000, 1001, 1002)):
+        a = s[1] % 8 == 0 and s[2] % 8 == 0
+        p, h = model.plan(*s, aligned=a, sms=ch9.H200_SMS), model.plan(*s, aligned=a, sms=ch9.H200_SMS, hopper=True)
+        plans.append({"M, N, K": " x ".join(map(str, s)), "chapter 9": p.name, "with the Hopper kernel": h.name,
+                      "why": h.reason})
+    show.table(plans, list(plans[0]), "auto's plans on an H200 (132 SMs) without and with the Hopper kernel "
+               "(helpers.models.anyshape.plan). A model: no GPU involved.")
+
+
+def show_gemm_hopper(shape=ODD) -> None:
+    """On sm_90: ``helpers.gemm(A, B, strategy="hopper", verbose=True)`` on random fp16 operands of
+    ``shape`` (M, N, K), which prints the plan, then the relative error against float64 in one
+    line (AssertionError beyond the fp16 tolerance). Elsewhere one line saying what it needs."""
+    if not (gpu.live() and rt.can_run("hopper") is None):
+        print("helpers.gemm(A, B, strategy='hopper') needs an sm_90 GPU (H100/H200); the tables above are recorded.")
+        return
+    M, N, K = shape
+    A, B = verify.random_matrix((M, K), "float16"), verify.random_matrix((K, N), "float16")
+    C = rt.gemm(A, B, strategy="hopper", verbose=True)
+    err = verify.rel_err(C, verify.reference_gemm(A, B))
+    if not err <= verify.TOLERANCE["float16"]:
+        raise AssertionError(f"helpers.gemm(strategy='hopper') on {M} x {N} x {K}: relative error {err:.1e}")
+    print(f"relative error against float64: {err:.1e}")
+
+
+def show_zoo_hopper() -> None:
+    """The end-to-end zoo with the Hopper kernel among the candidates (section
+    ``end_to_end_hopper``); until it is recorded, chapter 9's earlier zoo, measured with the
+    Hopper strategy among its candidates (hover: its ratio)."""
+    doc = results.artifact("anyshape") or {}
+    if doc.get("end_to_end_hopper"):
+        e2e.show_end_to_end("end_to_end_hopper", host=False)
+        return
+    rows, where = ch9.recorded("zoo")
+    if rows:
+        show.figure(fig.zoo_figure(rows, f"kernel-only timings (run()), the Hopper kernel among the candidates; "
+                                         f"{where}"))
+        print(ch9.zoo_summary(rows))
+    else:
+        show.note(f"The zoo with the Hopper kernel: {where}.", title="Zoo")
