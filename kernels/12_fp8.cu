@@ -72,7 +72,7 @@
 #define GROUP_M 8
 #endif
 #ifndef CLUSTER_M
-#define CLUSTER_M 2
+#define CLUSTER_M 1
 #endif
 #ifndef PROMOTE
 #define PROMOTE 0

@@ -27,7 +27,7 @@ def formats_figure(lo: float = -30.0, hi: float = 20.0):
         name = row["format"]
         a = max(lo, float(np.log2(row["min subnormal"])))
         b = min(hi, float(np.log2(row["max"])))
-        x = np.linspace(a, b, 600)
+        x = np.linspace(a, b, 241)
         rel = qm.spacing(name, np.exp2(x)) / np.exp2(x)
         fig.add_trace(go.Scatter(
             x=x, y=rel, mode="lines", name=f"{name} ({row['exponent bits']}e{row['mantissa bits']}m, max {row['max']:g})",
@@ -51,18 +51,20 @@ def scaling_figure(x, labels=("as it is", "per-tensor scale", "1 x 128 block sca
     _, S = qm.quantize_blocks(x, 1, 128)
     full = np.repeat(S, 128, axis=1)[:, :x.shape[1]]
     fig = go.Figure()
+    edges = np.arange(-24.0, 10.25, 0.25)                   # quarter-binade bins, counted here (a small figure)
+    mid = (edges[:-1] + edges[1:]) / 2
     for i, (lab, v) in enumerate(zip(labels, (x, x / s, x / full))):
         a = np.abs(np.asarray(v, np.float64)).ravel()
-        a = a[a > 0]
-        fig.add_trace(go.Histogram(x=np.log2(a), name=lab, opacity=0.55, nbinsx=120,
-                                   marker_color=GROUP_COLORS[i + 4],
-                                   hovertemplate=f"{lab}<br>log2 |value| %{{x}}<br>%{{y}} values<extra></extra>"))
+        counts, _ = np.histogram(np.log2(a[a > 0]), bins=edges)
+        fig.add_trace(go.Scatter(x=mid, y=counts, name=lab, mode="lines", line=dict(color=GROUP_COLORS[i + 4],
+                                 shape="hvh", width=2), fill="tozeroy", opacity=0.5,
+                                 hovertemplate=f"{lab}<br>log2 |value| %{{x:.2f}}<br>%{{y}} values<extra></extra>"))
     fi = {r["format"]: r for r in qm.format_table()}["e4m3"]
     for val, dash, text in ((fi["min subnormal"], "dot", "smallest subnormal"),
                             (fi["min normal"], "solid", "smallest normal"), (fi["max"], "solid", "448")):
         fig.add_vline(x=float(np.log2(val)), line=dict(color="#888", dash=dash, width=1.5),
                       annotation_text=text, annotation_position="top")
-    fig.update_layout(barmode="overlay", height=440,
+    fig.update_layout(height=440,
                       title=dict(text="Where a tensor's values fall in e4m3, unscaled and scaled"
                                       f"<br><sup>{model_note()}: a {x.shape[0]} x {x.shape[1]} matrix, standard normal "
                                       "with a few large columns</sup>", x=0.01))
