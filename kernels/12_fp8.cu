@@ -47,7 +47,8 @@
 //   multiples, nor K a multiple of BK: TMA zero-fills what lies outside the tensors
 //   (a zero byte is +0 in e4m3) and clips the stores.
 //
-// Tile parameters (-D): BN (256 or 128: the wgmma N, one consumer's 64 x BN block);
+// Tile parameters (-D; the defaults below are those of the catalog entry fp8_r1_tensor):
+//   BN (256 or 128: the wgmma N, one consumer's 64 x BN block);
 //   STAGES (ring depth, 2..6 while the ring fits 227 KB); GROUP_M (tile order);
 //   CLUSTER_M (1, or 2: clusters along M sharing B by multicast); PROMOTE (0: the
 //   whole K in the Tensor Core's accumulator; 1, 2, 4: promote every P k-tiles,
