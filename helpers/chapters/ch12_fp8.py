@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.figures import fp8 as fp8_fig, records, show
+from helpers.figures import fp8 as fp8_fig, show
 from helpers.models import fp8 as qm
 from helpers.models.raster import cdiv
 from helpers.runtime import catalog, gpu, launch, results, tma, verify
@@ -279,8 +279,12 @@ def show_speed(recs: list) -> None:
         return
     live = any(r.get("source") == "live" for r in recs)
     where = results.where(True) if live else recorded()[1]
-    records.show_table([{**r, "title": r["label"]} for r in recs],
-                       "Each row against its own reference (the reference column), timed in alternating rounds.")
+    rows = [{**r, "shape": "x".join(map(str, r["shape"])), "rel_err": f"{r['rel_err']:.2e}" if r.get("rel_err") else ""}
+            for r in recs]
+    show.table(rows, {"label": "kernel", "shape": "M x N x K", "value": "TFLOP/s", "reference": "reference",
+                      "reference_value": "reference TFLOP/s", "ratio": "ratio", "rel_err": "rel. error"},
+               "Each row against its own reference, timed in the same run in alternating rounds; the error is "
+               f"against float64 of the dequantized inputs (C in bf16). {where[0].upper() + where[1:]}.")
     show.figure(fp8_fig.speed_figure([r for r in recs if r.get("ratio") is not None], where))
 
 
