@@ -23,6 +23,7 @@ chapters/  one module per chapter: its catalog entries and the calls its noteboo
     ch10_hopper          Hopper: TMA, wgmma, the mbarrier ring (sm_90a); names its last rung to chapter 9's runner
     hopper_dispatch      chapter 10's last section: its kernel as strategies of chapter 9's dispatcher
     ch11_pitfalls        appendix: broken kernels beside their fixes, each with the check that catches it
+    ch12_fp8             FP8 (e4m3) on Hopper: per-tensor and block-scaled entries, promotion, the accumulator probe
 colab      helpers.setup(), the first cell of every notebook: nothing outside Colab; on Colab the
            clone, CuPy of the right CUDA, plotly/ipywidgets floors, the widget manager
 figures/   every Plotly figure and every display
@@ -34,6 +35,7 @@ figures/   every Plotly figure and every display
     diagrams             chapters 5 and 7: the tile hierarchy (block -> warp -> thread or mma tiles), the GROUP_M block order
     schedules            the cp.async stage ring as a timeline (chapters 5, 7; chapter 10's look), split-K / stream-K work
     roofline sweep mapping tiles banks fragments precision probes anyshape hopper staircase   the figures of each topic
+    fp8                  FP8 formats and scaling (models), error against K, the accumulator probe, speed bars
 models/    pure Python/NumPy models of what the kernels do (no runtime, no Plotly)
     raster               cdiv and the one block rasterisation; the operand panels a wave of blocks shares
     names                which model variant each kernel follows, as its chapter says (no catalog key here)
@@ -48,6 +50,7 @@ models/    pure Python/NumPy models of what the kernels do (no runtime, no Plotl
     precision            unit roundoff, the fp16 running sum
     anyshape             waves, split-K and stream-K models and who computes which (tile, k-tile), the dispatcher's rules
     hopper               TMA swizzle, wgmma descriptors, accumulator layout, mbarrier ring of chapter 10
+    fp8                  e4m3 / e5m2 formats, per-tensor and block quantization, encode/decode tables
     diagnosis            Nsight Compute panel -> bottleneck -> next step (seed 000 §5.2's decision table)
     tuning               the autotuner's space and cost model (waves x reuse x latency hiding), Spearman
 runtime/   compile, check, launch, verify, time, record (no chapter knowledge: no catalog key, no Plotly)
@@ -69,6 +72,7 @@ runtime/   compile, check, launch, verify, time, record (no chapter knowledge: n
     anyshape             the any-shape runner (plans -> launches of 09_any_shape.cu) and the dispatcher gemm();
                          its Hopper kernel is named by the chapter that owns it (use_hopper)
     tma                  TMA tensor-map descriptors (cuda.bindings, ctypes fallback) for chapter 10
+    fp8                  FP8 GEMM data: quantized inputs, byte tensor maps, the cuBLASLt FP8 reference (torch, optional)
     panels               chapter 8's Nsight Compute panel of one launch: profiled live, or recorded
     tune                 the autotuner: prune by the catalog's rules, rank (nvcc registers), compile, time
     isolated             a kernel in a child process with a time limit, plain or under compute-sanitizer

@@ -22,6 +22,26 @@ from helpers.runtime import catalog, gpu, launch, verify
 
 GEMM = [(130, 100, 70), (256, 256, 64), (35, 79, 19), (200, 264, 136)]
 TRANSPOSE = [(130, 100), (256, 256), (35, 79)]
+FP8 = [(200, 264, 176), (130, 136, 272), (256, 256, 128)]   # chapter 11: K % 16 == 0, N % 8 == 0
+
+
+def run_fp8(spec, shape, rng):
+    """Chapter 11's e4m3 kernels: bytes from ml_dtypes, scales of the entry's kind
+    (one float each, or one per 1 x 128 strip of A and 128 x 128 block of Bt)."""
+    from helpers.chapters import ch12_fp8
+    from helpers.models import fp8 as qm
+    cp = gpu.cupy()
+    M, N, K = shape
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((N, K)).astype(np.float32)
+    if spec.defaults.get("BLOCK_SCALE"):
+        (qa, sa), (qb, sb) = qm.quantize_blocks(a, 1, 128), qm.quantize_blocks(b, 128, 128)
+        sa, sb = np.ascontiguousarray(sa.T), np.ascontiguousarray(sb.T)
+    else:
+        (qa, sa), (qb, sb) = qm.quantize_tensor(a), qm.quantize_tensor(b)
+        sa, sb = np.array([sa], np.float32), np.array([sb], np.float32)
+    ch12_fp8.run_once(spec.key, cp.asarray(qa.view(np.uint8)), cp.asarray(qb.view(np.uint8)),
+                      cp.asarray(sa), cp.asarray(sb))
 
 
 def main(keys):
@@ -31,9 +51,12 @@ def main(keys):
     keys = keys or [k for k, s in catalog.KERNELS.items() if not (s.pitfall and s.chapter == 11)]
     for key in keys:
         spec = catalog.get(key)
-        for shape in (GEMM if spec.op == "gemm" else TRANSPOSE):
+        fp8 = spec.dtype.startswith("float8")
+        for shape in (FP8 if fp8 else GEMM if spec.op == "gemm" else TRANSPOSE):
             try:
-                if spec.op == "gemm":
+                if fp8:
+                    run_fp8(spec, shape, rng)
+                elif spec.op == "gemm":
                     M, N, K = shape
                     dt = verify.np_dtype(spec.dtype)
                     A = cp.asarray(rng.standard_normal((M, K)).astype(np.float32).astype(dt))

@@ -67,7 +67,8 @@ def _pitfall(spec) -> bool:
     return "pitfall" in spec.title.lower() or spec.key.endswith("_pitfall") or "wrong" in spec.key
 
 
-KEYS = [k for k, s in catalog.KERNELS.items() if not _pitfall(s)]
+# chapter 11's e4m3 kernels take bytes and scales, not (A, B) of a float dtype: tests/gpu/test_fp8_gpu.py
+KEYS = [k for k, s in catalog.KERNELS.items() if not _pitfall(s) and not s.dtype.startswith("float8")]
 
 
 def _expected(spec, shape, params) -> str:
