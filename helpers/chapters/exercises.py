@@ -26,6 +26,7 @@ from helpers.models import banks
 from helpers.models import exercise as model
 from helpers.runtime import catalog, gpu, launch, results
 from helpers.runtime import exercise as rt
+from helpers.runtime.checks import require
 from helpers.runtime.compile import KERNEL_DIR
 
 from . import common
@@ -345,6 +346,8 @@ def check(ex_id: str, source: str) -> None:
     GPU: one line saying so, and the recorded results of the exercise's files.
     Raises ValueError for an unknown exercise or an empty source."""
     e = get(ex_id)
+    require(isinstance(source, str) and source.strip() != "", "source", type(source).__name__,
+            "must be the kernel's CUDA source as a non-empty string")
     if not gpu.live():
         _recorded_line(e)
         return
