@@ -72,7 +72,7 @@ class Exercise:
     stem: str
     key: str
     tile: tuple
-    starter: str
+    starter: str | tuple
     wrong: dict
     hints: dict
     shapes: tuple = ODD + (LARGE,)
@@ -95,8 +95,11 @@ class Exercise:
         """"starter", "solution" and every wrong variant, in that order."""
         return ["starter", "solution", *self.wrong]
 
-    def expected(self, variant: str) -> str:
-        return {"starter": self.starter, "solution": "pass", **self.wrong}[variant]
+    def expected(self, variant: str) -> tuple:
+        """The hints ``variant`` may get (most exercises: exactly one; a missing mbarrier wait
+        reads stale or half-landed data, which two runs may or may not tell apart)."""
+        h = {"starter": self.starter, "solution": "pass", **self.wrong}[variant]
+        return h if isinstance(h, tuple) else (h,)
 
 
 EXERCISES: dict[str, Exercise] = {}
@@ -155,6 +158,34 @@ _add(Exercise(
     wrong={"wrong_thread_row": "wrong_values"},
     hints={"wrong_values": "Thread (tr, tc) reads its TM values of A at As[k][tr * TM + i] and its TN values "
                            "of B at Bs[k][tc * TN + j], then adds a[i] * b[j] to acc[i][j] for every i, j."}))
+
+
+TC_SHAPES = ((37, 56, 40), (129, 264, 104), (1000, 1000, 1000))    # K % 8 == 0, N % 8 == 0
+_add(Exercise(
+    "6.1", 6, "the WMMA fragment loop", "06_wmma_fragments", "wmma_f16", tile=(128, 128, 32), shapes=TC_SHAPES,
+    starter="wrong_values", timeout_s=240.0,
+    wrong={"wrong_b_col_major": "wrong_values"},
+    hints={"wrong_values": "Fragment i of A starts at a_s + i * 16 * LDA_S + ks and fragment j of B at b_s + "
+                           "ks * LDB_S + j * 16; both tiles are row-major in shared memory, so both fragments "
+                           "are declared row_major (a col_major B fragment reads each 16 x 16 block of B "
+                           "transposed)."}))
+_add(Exercise(
+    "7.1", 7, "the ldmatrix addresses", "07_ldmatrix_rows", "mma_sync_f16", tile=(128, 256, 64), shapes=TC_SHAPES,
+    starter="wrong_values", timeout_s=300.0,
+    wrong={"wrong_no_swizzle": "wrong_values"},
+    hints={"wrong_values": "Each lane hands ldmatrix one row: row lane % 16 of the 16-row tile, 16-byte chunk "
+                           "lane / 16 of the k16 step (A) or of the pair of n8 fragments (B). cp.async stored "
+                           "logical chunk q at swz(q, R), so the address must go through the same swizzle."}))
+_add(Exercise(
+    "10.1", 10, "the consumer's mbarrier wait", "10_mbarrier_wait", "hopper_r2_warp_specialized_f16",
+    tile=(128, 256, 64), shapes=TC_SHAPES, timeout_s=300.0,
+    starter=("race", "wrong_values"),
+    wrong={"wrong_parity": ("race", "wrong_values", "hang")},
+    hints={"race": "The consumers read a slot before TMA has filled it: wait on full[s] for the phase of this "
+                   "lap, parity (it / STAGES) & 1.",
+           "wrong_values": "The consumers read a slot before TMA has filled it: wait on full[s] for the phase "
+                           "of this lap, parity (it / STAGES) & 1.",
+           "hang": "A wait on a phase that never completes: the parity of lap it / STAGES is (it / STAGES) & 1."}))
 
 
 def get(ex_id: str) -> Exercise:
@@ -324,7 +355,7 @@ def _recorded_line(e: Exercise) -> None:
                       "recorded yet.")
         return
     where = common.artifact_note(ARTIFACT, "the exercise checks", "scripts/record_exercises.py")[1]
-    rows = [{"submitted": v, "the check said": got[v]["hint"], "expected": e.expected(v)}
+    rows = [{"submitted": v, "the check said": got[v]["hint"], "expected": " or ".join(e.expected(v))}
             for v in e.variants() if v in got]
     sol = got.get("solution", {})
     details = [sol.get("verdict", "")] + list(sol.get("details", []))
