@@ -254,6 +254,41 @@ def run(ex_id: str, source: str, timed: bool = True, timeout_s: float | None = N
     return {**d, "result": res, "obs": obs, "params": p}
 
 
+def summary(e: Exercise, variant: str, out: dict) -> dict:
+    """What the results file keeps of one :func:`run` of ``variant``: the hint, whether it
+    passed, the hints expected, the verdict and its detail lines, the speed records (a
+    right kernel timed), the child's wall time and last stage."""
+    verdict, details, code = explain(e, out)
+    res = out["result"]
+    return {"hint": out["hint"], "passed": out["passed"], "expected": list(e.expected(variant)),
+            "verdict": verdict, "details": details, "compile_error": code or None,
+            "records": res.get("records"), "wall_s": res.get("wall_s"), "last_stage": res.get("last_stage")}
+
+
+def check_files(ids=None, variants=None, workers: int = 4, timed: bool = True, say=print) -> dict:
+    """Every file of the exercises ``ids`` (default: all) through :func:`run`: the wrong
+    variants and starters ``workers`` at a time (each its own child process; no timing), then
+    each solution alone, timed when ``timed``. Returns {id: {variant: :func:`summary`}};
+    ``say`` gets one line per file as it finishes. Needs a GPU."""
+    from concurrent.futures import ThreadPoolExecutor
+    ids = list(ids or EXERCISES)
+    todo = [(i, v) for i in ids for v in get(i).variants() if variants is None or v in variants]
+    out: dict = {i: {} for i in ids}
+
+    def one(item):
+        i, v = item
+        e = get(i)
+        s = summary(e, v, run(i, e.text(v), timed=timed and v == "solution"))
+        out[i][v] = s
+        say(f"{i} {v}: {s['hint']} (expected {' or '.join(s['expected'])}, {s['wall_s']} s)")
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        list(pool.map(one, [t for t in todo if t[1] != "solution"]))
+    for t in todo:
+        if t[1] == "solution":
+            one(t)
+    return out
+
+
 # ------------------------------------------------------------------ words
 def _owner_text(o: dict) -> str:
     if not o:
@@ -321,14 +356,14 @@ def explain(e: Exercise, out: dict) -> tuple[str, list, str]:
     return verdict, details, text
 
 
-def speed_rows(e: Exercise, recs: list) -> tuple[list, str]:
-    """Rows (yours, the chapter's kernel) with TFLOP/s, cuBLAS TFLOP/s and ratios, and the
-    place of yours on the staircase of recorded headline kernels of the same dtype."""
-    rows = [{"kernel": r["title"], "TFLOP/s": r["value"], "cuBLAS TFLOP/s": r["reference_value"],
-             "ratio to cuBLAS": r["ratio"]} for r in recs]
+def speed_rows(e: Exercise, recs: list, mine: str = "your kernel") -> tuple[list, str]:
+    """Rows (yours, named ``mine``; the chapter's kernel) with TFLOP/s, cuBLAS TFLOP/s and
+    ratios, and the place of yours on the staircase of recorded headline kernels of the
+    same dtype."""
+    rows = [{"kernel": mine if i == 0 else r["title"], "TFLOP/s": r["value"], "cuBLAS TFLOP/s": r["reference_value"],
+             "ratio to cuBLAS": r["ratio"]} for i, r in enumerate(recs)]
     if len(recs) == 2 and recs[1]["value"]:
         rows[0][VS] = round(recs[0]["value"] / recs[1]["value"], 3)
-    mine = recs[0]["ratio"]
     stairs = []
     for h, key in sorted(common.HEADLINE.items()):
         if key in catalog.KERNELS and catalog.get(key).dtype == catalog.get(e.key).dtype:
@@ -336,10 +371,12 @@ def speed_rows(e: Exercise, recs: list) -> tuple[list, str]:
                 stairs.append((h, common.recorded_run(key)["ratio"]))
             except KeyError:
                 pass
-    below = [h for h, r in stairs if r is not None and r <= mine]
-    above = [h for h, r in stairs if r is not None and r > mine]
-    place = (f"Your ratio to cuBLAS, {mine:.3g}, sits above heaven {max(below)}" if below else
-             f"Your ratio to cuBLAS, {mine:.3g}, sits below every recorded heaven")
+    below = [h for h, r in stairs if r is not None and r <= recs[0]["ratio"]]
+    above = [h for h, r in stairs if r is not None and r > recs[0]["ratio"]]
+    ratio = recs[0]["ratio"]
+    who = mine[0].upper() + mine[1:]
+    place = (f"{who}: ratio to cuBLAS {ratio:.3g}, above heaven {max(below)}" if below else
+             f"{who}: ratio to cuBLAS {ratio:.3g}, below every recorded heaven")
     if above:
         place += f" and below heaven {min(above)}"
     return rows, place + " on the staircase (the recorded ratios of each heaven's kernel)."
@@ -354,19 +391,19 @@ def _recorded_line(e: Exercise) -> None:
         ex_fig.report(f"Exercise {e.id}: {e.title}", head + " The check's result for the solution: not "
                       "recorded yet.")
         return
-    where = common.artifact_note(ARTIFACT, "the exercise checks", "scripts/record_exercises.py")[1]
+    where = results.artifact_where(doc, ARTIFACT, commit=True)
     rows = [{"submitted": v, "the check said": got[v]["hint"], "expected": " or ".join(e.expected(v))}
             for v in e.variants() if v in got]
     sol = got.get("solution", {})
     details = [sol.get("verdict", "")] + list(sol.get("details", []))
     recs = sol.get("records") or []
     if recs:
-        srows, place = speed_rows(e, recs)
+        srows, place = speed_rows(e, recs, mine="the solution")
         details.append(place)
         details += [f"{r['kernel']}: {r['TFLOP/s']} TFLOP/s, {r['ratio to cuBLAS']} of cuBLAS"
                     + (f", {r[VS]} of the chapter's kernel" if VS in r else "") for r in srows]
     ex_fig.report(f"Exercise {e.id}: {e.title}", head + " What the check said about the solution on the "
-                  f"recorded GPU:", details, rows=rows, columns=["submitted", "the check said", "expected"],
+                  "recorded GPU:", details, rows=rows, columns=["submitted", "the check said", "expected"],
                   caption=f"Each file of the exercise through the same check; {where}.")
 
 

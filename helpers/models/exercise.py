@@ -22,6 +22,8 @@ import re
 
 import numpy as np
 
+from .banks import wavefronts
+
 # The hint codes, in the order :func:`diagnose` tries them.
 HINTS = ("compile", "hang", "fault", "out_of_bounds", "race", "tile_edge", "never_written",
          "wrong_values", "thread_order", "bank_conflicts", "pass")
@@ -163,7 +165,6 @@ def tile1d_a_costs(offsets, q: dict, warp: int = 0) -> dict:
     reads, "store": wavefronts of the warp's stores, "one_to_one": no two (m, k) share a
     slot}, plus "error" (and no counts) when a float4 read would be misaligned or leave the
     tile. Wavefronts from :func:`helpers.models.banks.wavefronts`."""
-    from .banks import wavefronts
     BM, BN, BK, TN = q["BM"], q["BN"], q["BK"], q["TN"]
     off = np.asarray(offsets, dtype=np.int64).reshape(BM, BK)
     out = {"one_to_one": len(np.unique(off)) == off.size}

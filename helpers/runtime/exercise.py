@@ -39,7 +39,7 @@ import numpy as np
 
 from helpers.models import exercise as model
 
-from . import catalog, gpu, isolated, verify
+from . import bench, catalog, gpu, isolated, launch, verify
 from .checks import require
 from .compile import KERNEL_DIR, TOOLKIT_HEADERS, cuda_include_dirs, entry_defines, source
 
@@ -164,11 +164,10 @@ def _compile(cp, spec, p: dict, text: str, extra_code: str = "") -> dict:
 
 
 def _launcher(spec, p, shape, fn):
-    from .launch import Launch
     smem = spec.smem(p)
     if smem > 48 * 1024:
         fn.max_dynamic_shared_size_bytes = smem
-    return Launch(spec, p, tuple(shape), fn, spec.grid(p, tuple(shape)), spec.block(p), smem)
+    return launch.Launch(spec, p, tuple(shape), fn, spec.grid(p, tuple(shape)), spec.block(p), smem)
 
 
 def _arrays(cp, spec, shape, rng):
@@ -230,7 +229,6 @@ def _owner(cp, spec, p, mods, shape, A, B):
 
 
 def _time(cp, spec, p, L_fn, shape):
-    from . import bench, launch
     data = bench.inputs(tuple(shape), spec.dtype, "gemm", out_dtype=spec.out_dtype)
     Lr = _launcher(spec, p, shape, L_fn)
     Lc = launch.prepare(spec.key, tuple(shape), **p)
