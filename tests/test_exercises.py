@@ -56,7 +56,7 @@ def _exercise_cells():
     for nb_path in sorted(BOOK.glob("*.ipynb")):
         nb = nbformat.read(nb_path, as_version=4)
         for c in nb.cells:
-            m = re.match(r'\s*exercises\.check\("([\d.]+)",\s*r"""\n?(.*)"""\)\s*$', c.source, re.S)
+            m = re.search(r'exercises\.check\("([\d.]+)",\s*r"""\n?(.*)"""\)\s*$', c.source, re.S)
             if c.cell_type == "code" and m:
                 out[m.group(1)] = (nb_path.name, m.group(2))
     return out
@@ -324,6 +324,7 @@ def _shown(monkeypatch):
     shown = []
     monkeypatch.setattr(ex.ex_fig.show, "_markdown", shown.append)
     monkeypatch.setattr(ex.gpu, "live", lambda: False)
+    monkeypatch.setattr(ex.ex_fig.show, "live_controls", lambda: False)
     return shown
 
 

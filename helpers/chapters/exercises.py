@@ -386,7 +386,8 @@ def speed_rows(e: Exercise, recs: list, mine: str = "your kernel") -> tuple[list
 def _recorded_line(e: Exercise) -> None:
     doc = results.artifact(ARTIFACT)
     got = (doc or {}).get("exercises", {}).get(e.id)
-    head = f"No GPU here, so this cell cannot run your kernel: {LIVE_WHERE}."
+    head = (f"No GPU here, so this cell cannot run your kernel: {LIVE_WHERE}." if not gpu.live() else
+            f"The built book does not run the kernel in this cell: {LIVE_WHERE}.")
     if not got:
         ex_fig.report(f"Exercise {e.id}: {e.title}", head + " The check's result for the solution: not "
                       "recorded yet.")
@@ -411,12 +412,13 @@ def check(ex_id: str, source: str) -> None:
     """Check the reader's kernel ``source`` for exercise ``ex_id`` and display the verdict.
     Live: in a child process with a time limit (a hang or a fault leaves this kernel
     alive); never raises for a wrong kernel (the verdict says what is wrong). Without a
-    GPU: one line saying so, and the recorded results of the exercise's files.
+    GPU (or in the batch run that writes the built book's outputs, where ``show.live_controls()``
+    is False): one line saying so, and the recorded results of the exercise's files.
     Raises ValueError for an unknown exercise or an empty source."""
     e = get(ex_id)
     require(isinstance(source, str) and source.strip() != "", "source", type(source).__name__,
             "must be the kernel's CUDA source as a non-empty string")
-    if not gpu.live():
+    if not ex_fig.show.live_controls():       # no GPU, or the batch run whose outputs the built book shows
         _recorded_line(e)
         return
     spec = catalog.get(e.key)
