@@ -13,6 +13,7 @@ one line per file; exits 1 when a file got a hint it was not expected to get (th
 written anyway, so the notebooks show what happened).
 
     python scripts/record_exercises.py [--only 3.1 4.1] [--workers 4]
+    python scripts/record_exercises.py --table      # no GPU: the recorded file as a Markdown table
 """
 from __future__ import annotations
 
@@ -29,12 +30,36 @@ from helpers.chapters import exercises as ex
 from helpers.runtime import gpu, results
 
 
+def table(doc) -> str:
+    """Markdown: per exercise, each wrong variant and starter with the hint it got, and the
+    solution's speed against the chapter's kernel and cuBLAS (same run)."""
+    if not doc:
+        return f"results/<gpu>-{ex.ARTIFACT}.json: not recorded yet"
+    prov = doc["provenance"]
+    out = [f"Recorded on {prov['gpu']} ({prov['date']}, commit {prov['commit']}).", "",
+           "| exercise | file | hint | expected | solution TFLOP/s | x chapter kernel | x cuBLAS |",
+           "|---|---|---|---|---:|---:|---:|"]
+    for i, vs in doc["exercises"].items():
+        for v, s in vs.items():
+            recs = s.get("records") or []
+            speed = ["", "", ""]
+            if len(recs) == 2 and recs[0]["value"] and recs[1]["value"]:
+                speed = [f"{recs[0]['value']:.3g}", f"{recs[0]['value'] / recs[1]['value']:.3g}",
+                         f"{recs[0]['ratio']:.3g}"]
+            out.append(f"| {i} | {v} | {s['hint']} | {' or '.join(s['expected'])} | " + " | ".join(speed) + " |")
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", nargs="*", default=None, help="exercise ids (default: all)")
     ap.add_argument("--workers", type=int, default=4, help="wrong variants checked at once (default 4)")
     ap.add_argument("--out", default=None, help="default: results/<gpu-slug>-exercises.json")
+    ap.add_argument("--table", action="store_true", help="print the recorded file as a Markdown table and stop")
     a = ap.parse_args(argv)
+    if a.table:
+        print(table(results.artifact(ex.ARTIFACT)))
+        return 0
     if not gpu.live():
         print("no CUDA GPU visible: nothing recorded", file=sys.stderr)
         return 2

@@ -179,13 +179,15 @@ _add(Exercise(
 _add(Exercise(
     "10.1", 10, "the consumer's mbarrier wait", "10_mbarrier_wait", "hopper_r2_warp_specialized_f16",
     tile=(128, 256, 64), shapes=TC_SHAPES, timeout_s=300.0,
-    starter=("race", "wrong_values"),
-    wrong={"wrong_parity": ("race", "wrong_values", "hang")},
+    starter=("race", "wrong_values", "fault"),
+    wrong={"wrong_parity": ("race", "wrong_values", "hang", "fault")},
     hints={"race": "The consumers read a slot before TMA has filled it: wait on full[s] for the phase of this "
                    "lap, parity (it / STAGES) & 1.",
            "wrong_values": "The consumers read a slot before TMA has filled it: wait on full[s] for the phase "
                            "of this lap, parity (it / STAGES) & 1.",
-           "hang": "A wait on a phase that never completes: the parity of lap it / STAGES is (it / STAGES) & 1."}))
+           "hang": "A wait on a phase that never completes: the parity of lap it / STAGES is (it / STAGES) & 1.",
+           "fault": "Consumers that never wait can finish, and the block leave, while TMA still writes its "
+                    "shared memory: wait on full[s] for the phase of this lap."}))
 
 
 def get(ex_id: str) -> Exercise:

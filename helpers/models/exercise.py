@@ -13,7 +13,8 @@ arrays to this module, which turns them into words a reader can act on:
   owner map (the coalescing model of chapter 1 applied to the reader's own thread map);
 * :func:`barrier_count`: the ``__syncthreads()`` in a CUDA source, comments left out;
 * :func:`diagnose`: the one hint, from an observation dict: the first cause that applies,
-  in the order compile, hang, fault, out-of-bounds write, race, tile edge, never written,
+  in the order compile, hang, fault, out-of-bounds write, too few barriers, tile edge, a
+  run-to-run difference (race), never written,
   wrong values, thread order, bank conflicts, pass (:data:`HINTS`).
 """
 from __future__ import annotations
@@ -125,7 +126,10 @@ def diagnose(obs: dict) -> dict:
     warp's C store, reader's and the chapter kernel's: :func:`warp_store_sectors`),
     ``wavefronts`` / ``wavefronts_model`` (shared-memory wavefronts of the step's access).
 
-    Returns {"hint": a code of :data:`HINTS`, "passed": bool}."""
+    A missing barrier (fewer than needed) is a race even when the run came out right; a
+    result right on whole tiles and wrong on the odd shape is a tile-edge error even when
+    two runs differ (the edge read memory past an operand). Returns {"hint": a code of
+    :data:`HINTS`, "passed": bool}."""
     def hint(code, passed=False):
         return {"hint": code, "passed": passed}
     if obs.get("compile_error"):
@@ -136,12 +140,13 @@ def diagnose(obs: dict) -> dict:
         return hint("fault")
     if obs.get("guard_writes"):
         return hint("out_of_bounds")
-    few_barriers = obs.get("barriers_needed") is not None and obs.get("barriers", 0) < obs["barriers_needed"]
-    if obs.get("nondeterministic") or few_barriers:
+    if obs.get("barriers_needed") is not None and obs.get("barriers", 0) < obs["barriers_needed"]:
+        return hint("race")
+    if not obs.get("ok") and (obs.get("aligned_ok") or obs.get("edge_only")):
+        return hint("tile_edge")          # right on whole tiles: even a run-to-run difference comes from the edge
+    if obs.get("nondeterministic"):
         return hint("race")
     if not obs.get("ok"):
-        if obs.get("aligned_ok") or obs.get("edge_only"):
-            return hint("tile_edge")
         if obs.get("never_written"):
             return hint("never_written")
         return hint("wrong_values")

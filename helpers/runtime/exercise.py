@@ -241,7 +241,22 @@ def _time(cp, spec, p, L_fn, shape):
     return recs
 
 
-def _child(j: dict) -> dict:
+def _timed(cp, spec, p, fn, shape, out):
+    """:func:`_time` into ``out["records"]``; a kernel wrong at the timing shape becomes a failed run."""
+    try:
+        out["records"] = _time(cp, spec, p, fn, shape)
+    except verify.WrongResult as e:
+        out["runs"].append({"shape": list(shape), "ok": False, "rel_err": None, "message": str(e),
+                            "guard_writes": 0, "nondeterministic": 0, "never_written": 0, "wrong": None})
+        out["stage"] = "run"
+        return False
+    return True
+
+
+def _child(j: dict, out: dict | None = None) -> dict:
+    """Run job ``j``, filling ``out`` (a dict the caller keeps: what was done before an
+    exception is still there) and returning it."""
+    out = {} if out is None else out
     cp = gpu.cupy()
     spec = catalog.get(j["key"])
     p = j["params"]
@@ -249,10 +264,11 @@ def _child(j: dict) -> dict:
     probe = j.get("probe")
     mods = _compile(cp, spec, p, j["source"], "\n" + probe["code"] if probe else "")
     if "compile_error" in mods:
-        return {"stage": "compile", **mods}
+        out.update(stage="compile", **mods)
+        return out
     rng = np.random.default_rng(j["seed"])
     runs = []
-    out = {"stage": "run", "runs": runs}
+    out.update(stage="run", runs=runs)
     tile = j["tile"]
     for shape in j["shapes"]:
         M, N, K = shape
@@ -289,18 +305,23 @@ def _child(j: dict) -> dict:
         cp.cuda.Device().synchronize()
         out["probe"] = cp.asnumpy(res).tolist()
     if j.get("time_shape"):
-        _stage("timing against the chapter's kernel and cuBLAS")
-        out["records"] = _time(cp, spec, p, mods["plain"].get_function(spec.entry), j["time_shape"])
+        M, N, K = j["time_shape"]
+        _stage(f"timing at M, N, K = {M}, {N}, {K} against the chapter's kernel and cuBLAS")
+        if not _timed(cp, spec, p, mods["plain"].get_function(spec.entry), j["time_shape"], out):
+            return out
     out["stage"] = "done"
     return out
 
 
 def main(argv) -> int:
     j = json.loads(Path(argv[0]).read_text())
+    out: dict = {}
     try:
-        out, rc = _child(j), 0
+        _child(j, out)
+        rc = 0
     except Exception as e:                 # a CUDA error (illegal address, misaligned access): say which
-        out, rc = {"stage": "run", "error": f"{type(e).__name__}: {e}".strip()}, 3
+        out.update(stage="run", error=f"{type(e).__name__}: {e}".strip())
+        rc = 3
     print(RESULT_TAG + json.dumps(out), flush=True)
     return rc
 

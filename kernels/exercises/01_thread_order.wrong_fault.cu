@@ -27,7 +27,7 @@ sgemm_naive_yfirst(const float* __restrict__ A, const float* __restrict__ B,
     float acc = 0.0f;
     for (int k = 0; k < K; ++k)
         acc += A[(size_t)row * K + k] * B[(size_t)k * N + col];
-    // WRONG ON PURPOSE: the store lands 4 GiB past C, outside any allocation.
-    C[(size_t)row * N + col + ((size_t)1 << 30)] = acc;
+    // WRONG ON PURPOSE: the store lands 4 TiB past C, outside any allocation.
+    C[(size_t)row * N + col + ((size_t)1 << 40)] = acc;
     RECORD((size_t)row * N + col);
 }
