@@ -5,6 +5,8 @@ is exposed for tests.
 """
 from __future__ import annotations
 
+from helpers.runtime.compile import kernel_path
+
 from . import show
 
 
@@ -36,6 +38,12 @@ def report(title: str, verdict: str, details=(), code: str = "", rows=(), column
     show.note(report_markdown(title, verdict, details, code, rows, columns, caption), title="Check")
 
 
+def solution_markdown(file: str) -> str:
+    """The Markdown of :func:`solution`: a caption naming ``kernels/<file>`` and its text as
+    it is (its ``#include`` lines stand for the chapter's headers, listed in the chapter)."""
+    return f"`kernels/{file}`\n\n" + _block(kernel_path(file).read_text(), "cuda")
+
+
 def solution(file: str) -> None:
-    """The listing of a solution file under ``kernels/`` (its caption names the file)."""
-    show.source(file)
+    """Display the listing of a solution file under ``kernels/`` (FileNotFoundError if absent)."""
+    show._markdown(solution_markdown(file))
