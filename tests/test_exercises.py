@@ -353,3 +353,14 @@ def test_recorded_mode_shows_the_recorded_check(monkeypatch):
     text = shown[0]
     assert "No GPU here" in text and "wrong_one_barrier" in text and "0.2 of cuBLAS" in text
     assert "0.909 of the chapter's kernel" in text
+
+
+def test_the_cell_magic_checks_the_cell(monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+    shown = _shown(monkeypatch)
+    monkeypatch.setattr(ex.results, "artifact", lambda name, slug=None: None)
+    ip = InteractiveShell.instance()
+    monkeypatch.setattr("IPython.get_ipython", lambda: ip)
+    ex._register_magic()
+    ip.run_cell_magic("exercise", "2.1", ex.get("2.1").text("starter"))
+    assert len(shown) == 1 and "Exercise 2.1" in shown[0]

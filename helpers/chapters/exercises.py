@@ -111,7 +111,7 @@ def _add(e: Exercise) -> None:
 
 _add(Exercise(
     "1.1", 1, "the thread order", "01_thread_order", "naive_yfirst", tile=(8, 32, 1),
-    starter="never_written",
+    starter="never_written", timeout_s=60.0,
     wrong={"wrong_column_order": "thread_order", "wrong_no_guard": "out_of_bounds",
            "wrong_hang": "hang", "wrong_fault": "fault"},
     hints={"never_written": "Each thread must compute a different element: row and col come from the block "
