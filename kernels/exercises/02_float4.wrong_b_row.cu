@@ -32,7 +32,7 @@ sgemm_vec4(const float* __restrict__ A, const float* __restrict__ B,
         const float av[4] = {a.x, a.y, a.z, a.w};
         #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
-            const float4 b = *reinterpret_cast<const float4*>(b_ptr + (size_t)(k + kk));  // WRONG ON PURPOSE: not a row of B
+            const float4 b = *reinterpret_cast<const float4*>(b_ptr + (size_t)k * N);  // WRONG ON PURPOSE: row k for every kk
             acc.x += av[kk] * b.x;
             acc.y += av[kk] * b.y;
             acc.z += av[kk] * b.z;

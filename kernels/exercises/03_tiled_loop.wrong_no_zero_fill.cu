@@ -29,9 +29,9 @@ sgemm_smem_tiled(const float* __restrict__ A, const float* __restrict__ B,
 
     float acc = 0.0f;
     for (int k0 = 0; k0 < K; k0 += TILE) {
-        As[ty][tx] = row_ok ? A[(size_t)row * K + k0 + tx] : 0.0f;
-        Bs[ty][tx] = col_ok ? B[(size_t)(k0 + ty) * N + col] : 0.0f;
-        // WRONG ON PURPOSE: the last k-tile reads past the end of each row of A and of B.
+        As[ty][tx] = row_ok ? A[(size_t)row * K + min(k0 + tx, K - 1)] : 0.0f;
+        Bs[ty][tx] = col_ok ? B[(size_t)min(k0 + ty, K - 1) * N + col] : 0.0f;
+        // WRONG ON PURPOSE: past the last k the copies repeat element K - 1 instead of 0.
         __syncthreads();                             // both tiles are complete
 
         #pragma unroll
