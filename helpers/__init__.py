@@ -24,12 +24,14 @@ chapters/  one module per chapter: its catalog entries and the calls its noteboo
     hopper_dispatch      chapter 10's last section: its kernel as strategies of chapter 9's dispatcher
     ch11_pitfalls        appendix: broken kernels beside their fixes, each with the check that catches it
     ch12_fp8             FP8 (e4m3) on Hopper: per-tensor and block-scaled entries, promotion, the accumulator probe
+    exercises            the exercises closing chapters 1-7 and 10: the reader's kernel checked, hinted, timed
 colab      helpers.setup(), the first cell of every notebook: nothing outside Colab; on Colab the
            clone, CuPy of the right CUDA, plotly/ipywidgets floors, the widget manager
 figures/   every Plotly figure and every display
     style                the shared look (colours, scales, compact arrays)
     show                 display figures, kernel sources, tables, notes (live and in the book)
     records              measurement records as tables and bars
+    exercise             an exercise check's verdict, details and compiler message in a note box
     profiling            chapter 8: panel tables, speed-of-light and stall bars, the measured-traffic roofline
     tuning               chapter 8's autotuner: every timed configuration, model vs measured rank, winner vs default panels
     diagrams             chapters 5 and 7: the tile hierarchy (block -> warp -> thread or mma tiles), the GROUP_M block order
@@ -53,6 +55,7 @@ models/    pure Python/NumPy models of what the kernels do (no runtime, no Plotl
     fp8                  e4m3 / e5m2 formats, per-tensor and block quantization, encode/decode tables
     diagnosis            Nsight Compute panel -> bottleneck -> next step (seed 000 §5.2's decision table)
     tuning               the autotuner's space and cost model (waves x reuse x latency hiding), Spearman
+    exercise             a reader's wrong kernel in owner-map terms, the hint (race, tile edge, thread order, ...)
 runtime/   compile, check, launch, verify, time, record (no chapter knowledge: no catalog key, no Plotly)
     gpu                  is there a GPU (live mode) or not (recorded mode); its spec sheet
     compile              build kernels/*.cu with NVRTC (cached), or check them with nvcc; SASS counts
@@ -64,6 +67,7 @@ runtime/   compile, check, launch, verify, time, record (no chapter knowledge: n
     bench                measure(): THE measurement (inputs, poison, check, same-run timing, Record);
                          a list of kernels live, or read results/<gpu>.json
     results              the results file, its provenance, the Nsight Compute artifacts
+    exercise             a reader's kernel compiled, run, checked and timed in a child process with a time limit
     roofline             measured ceilings, arithmetic intensity
     sweep                measure a kernel over its recorded sweep
     ncu                  one Nsight Compute invocation and CSV parser for the ncu scripts
