@@ -119,6 +119,9 @@ def test_hints_come_in_order():
     assert d({"aligned_ok": True, "barriers": 1, "barriers_needed": 2})["hint"] == "race"
     assert d({"ok": True, "barriers": 1, "barriers_needed": 2})["hint"] == "race"
     assert d({"aligned_ok": True, "never_written": 4})["hint"] == "tile_edge"
+    # wrong on whole tiles too: not the edge's fault, wherever the wrong elements lie
+    assert d({"edge_only": True, "aligned_ok": False})["hint"] == "wrong_values"
+    assert d({"edge_only": True})["hint"] == "tile_edge"
     assert d({"never_written": 4})["hint"] == "never_written"
     assert d({})["hint"] == "wrong_values"
     assert d({"ok": True, "stores": 32, "stores_model": 4})["hint"] == "thread_order"
@@ -136,6 +139,8 @@ def test_owner_codes_read_back_and_locate():
     w = model.locate(bad, np.zeros_like(bad), owner, 2, tile=(32, 32))
     assert w["edge_only"] and w["wrong"] == 7 * 40 and w["rows"] == [33, 39] and len(w["examples"]) == 4
     assert not model.locate(np.ones((40, 40), bool), bad, None, 2, tile=(32, 32))["edge_only"]
+    # a shape smaller than one tile has no whole tile: "only at the edge" says nothing there
+    assert not model.locate(np.ones((37, 52), bool), np.zeros((37, 52), bool), None, 1, tile=(64, 64))["edge_only"]
 
 
 def test_store_sectors_tell_chapter_1s_thread_orders_apart():

@@ -42,10 +42,12 @@ def decode_owner(code: int, grid_x: int) -> dict:
 
 
 def _edge_only(bad: np.ndarray, tile_m: int, tile_n: int) -> bool:
-    """True when every wrong element lies in the last partial row or column of tiles."""
+    """True when every wrong element lies in the last partial row or column of tiles and
+    some whole tile was right; False when there is no whole tile at all (a shape smaller
+    than one tile: every element is at an edge, which says nothing)."""
     M, N = bad.shape
     full_m, full_n = M - M % tile_m, N - N % tile_n
-    if full_m == M and full_n == N:
+    if (full_m == M and full_n == N) or full_m == 0 or full_n == 0:
         return False
     inner = bad[:full_m, :full_n]
     return bool(bad.any() and not inner.any())
@@ -128,7 +130,8 @@ def diagnose(obs: dict) -> dict:
 
     A missing barrier (fewer than needed) is a race even when the run came out right; a
     result right on whole tiles and wrong on the odd shape is a tile-edge error even when
-    two runs differ (the edge read memory past an operand). Returns {"hint": a code of
+    two runs differ (the edge read memory past an operand); one wrong on whole tiles too is
+    not, wherever its wrong elements lie. Returns {"hint": a code of
     :data:`HINTS`, "passed": bool}."""
     def hint(code, passed=False):
         return {"hint": code, "passed": passed}
@@ -142,7 +145,7 @@ def diagnose(obs: dict) -> dict:
         return hint("out_of_bounds")
     if obs.get("barriers_needed") is not None and obs.get("barriers", 0) < obs["barriers_needed"]:
         return hint("race")
-    if not obs.get("ok") and (obs.get("aligned_ok") or obs.get("edge_only")):
+    if not obs.get("ok") and (obs.get("aligned_ok") or (obs.get("edge_only") and obs.get("aligned_ok") is None)):
         return hint("tile_edge")          # right on whole tiles: even a run-to-run difference comes from the edge
     if obs.get("nondeterministic"):
         return hint("race")
