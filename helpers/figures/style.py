@@ -183,6 +183,13 @@ def abbreviate(label, width: int = LABEL_WIDTH) -> str:
     return plain[:width - 1].rstrip() + "…"
 
 
+def tick_label(label, width: int = LABEL_WIDTH) -> str:
+    """A category tick label of more than ``width`` visible characters, wrapped onto
+    lines of at most ``width`` at its spaces (:func:`wrap`), never cut: a bar must say
+    all of which configuration it is (``"STAGES=4 SWIZZLE=1 GROUP_M=8"``, three lines)."""
+    return wrap(str(label), width, width)
+
+
 def title_lines(text: str) -> tuple:
     """(lines in the title's own font, lines inside ``<sup>``) of a Plotly title."""
     main = sub = 0
@@ -279,8 +286,8 @@ def polish(fig: dict) -> dict:
     - the template (:func:`template`);
     - titles, and the titles a slider or button sets, wrapped (:func:`wrap`), with a
       top margin that holds the longest of them;
-    - slider labels and long category tick labels abbreviated (:func:`abbreviate`;
-      the data keep the full text, which the hover shows);
+    - slider labels abbreviated (:func:`abbreviate`; the data keep the full text, which
+      the hover shows), long category tick labels wrapped at their spaces (:func:`tick_label`);
     - heatmaps at equal aspect (unless an axis of theirs already has a ``scaleanchor``);
     - log axes labelled by :func:`log_ticks` (unless they set ``dtick`` or ``tickvals``);
     - a bar chart whose bars a slider recolours gets a key for its red bar when the
@@ -358,7 +365,7 @@ def polish(fig: dict) -> dict:
             cats = list(dict.fromkeys(s for tr, c in uses if tr.get("type") in ("bar", "scatter", "box")
                                       for s in _strings(tr.get(c))))
             if cats and any(visible_len(s) > LABEL_WIDTH for s in cats):
-                ax.update(tickmode="array", tickvals=cats, ticktext=[abbreviate(s) for s in cats])
+                ax.update(tickmode="array", tickvals=cats, ticktext=[tick_label(s) for s in cats])
 
     # the red bar of a sweep drawn before the sweep figure had a legend entry for it: a bar
     # trace with one colour per bar, one of them red, that a slider step recolours
