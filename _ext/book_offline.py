@@ -169,7 +169,14 @@ _BOOK_CSS_TEXT = ("code.literal, code.literal span.pre { white-space: normal; ov
                   # Plotly toolbar covers a figure's title and cannot be used by touch
                   "@media (hover: none) { .tooltip { display: none !important; } "
                   ".js-plotly-plot .modebar-container { display: none !important; } }\n"
-                  ".tooltip { pointer-events: none; }\n")
+                  ".tooltip { pointer-events: none; }\n"
+                  # tables on a phone: smaller type, tighter cells, headers and long names
+                  # wrap, so that most tables fit the screen; a table that still cannot
+                  # scrolls inside its own box (its caption says so)
+                  "@media (max-width: 600px) { .bd-content table.table { font-size: 0.72rem; line-height: 1.3; } "
+                  ".bd-content table.table th, .bd-content table.table td { padding: 0.15rem 0.2rem; "
+                  "white-space: normal; overflow-wrap: break-word; } "
+                  ".bd-content table.table th { overflow-wrap: anywhere; hyphens: auto; } }\n")
 
 
 def _copy_assets(app: Sphinx, exc: Exception | None) -> None:

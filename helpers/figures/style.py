@@ -183,6 +183,22 @@ def abbreviate(label, width: int = LABEL_WIDTH) -> str:
     return plain[:width - 1].rstrip() + "…"
 
 
+def ratio_text(value) -> str:
+    """A ratio (to cuBLAS, to a copy) as the book prints it everywhere: three significant
+    figures, trailing zeros kept (``0.170``, ``0.0970``, ``1.01``, ``12.0``); None or NaN
+    as an empty string. Raises ValueError for a value that is not a number."""
+    if value is None:
+        return ""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"value: {value!r} is not a number (a ratio is printed from a number)") from None
+    if v != v:
+        return ""
+    s = f"{v:#.3g}"
+    return s[:-1] if s.endswith(".") else s
+
+
 def tick_label(label, width: int = LABEL_WIDTH) -> str:
     """A category tick label of more than ``width`` visible characters, wrapped onto
     lines of at most ``width`` at its spaces (:func:`wrap`), never cut: a bar must say
