@@ -176,7 +176,9 @@ _BOOK_CSS_TEXT = ("code.literal, code.literal span.pre { white-space: normal; ov
                   "@media (max-width: 600px) { .bd-content table.table { font-size: 0.72rem; line-height: 1.3; } "
                   ".bd-content table.table th, .bd-content table.table td { padding: 0.15rem 0.2rem; "
                   "white-space: normal; overflow-wrap: break-word; } "
-                  ".bd-content table.table th { overflow-wrap: anywhere; hyphens: auto; } }\n")
+                  # text cells (names, headers) may break anywhere; numbers (right-aligned) never
+                  ".bd-content table.table th, .bd-content table.table td:not(.text-right) "
+                  "{ overflow-wrap: anywhere; } }\n")
 
 
 def _copy_assets(app: Sphinx, exc: Exception | None) -> None:

@@ -15,9 +15,9 @@
   "use strict";
   var CLEAR = "rgba(0,0,0,0)";
   var COLORS = {
-    light: {text: "#262626", grid: "rgba(128,128,128,0.28)", line: "rgba(128,128,128,0.75)",
+    light: {text: "#262626", ref: "#404040", grid: "rgba(128,128,128,0.28)", line: "rgba(128,128,128,0.75)",
             menu: "#f4f5f7", menuBorder: "#b8c0cc", menuActive: "#d7dbe0"},
-    dark: {text: "#d9dde3", grid: "rgba(170,170,170,0.22)", line: "rgba(170,170,170,0.6)",
+    dark: {text: "#d9dde3", ref: "#c8ccd2", grid: "rgba(170,170,170,0.22)", line: "rgba(170,170,170,0.6)",
            menu: "#2c3037", menuBorder: "#5c6470", menuActive: "#4a515c"}
   };
 
@@ -34,8 +34,20 @@
     return Object.keys(gd._fullLayout).filter(function (k) { return /^[xy]axis\d*$/.test(k); });
   }
 
+  /* A colour dark enough to vanish on a dark page (black, #444, the template's slate). */
+  function ink(col) {
+    if (typeof col !== "string") return false;
+    var m = col.replace(/\s/g, "").match(/^rgba?\((\d+),(\d+),(\d+)/i), rgb = null;
+    if (m) rgb = [+m[1], +m[2], +m[3]];
+    else if (/^#[0-9a-f]{6}$/i.test(col)) rgb = [1, 3, 5].map(function (k) { return parseInt(col.substr(k, 2), 16); });
+    else if (/^#[0-9a-f]{3}$/i.test(col)) rgb = [1, 2, 3].map(function (k) { return 17 * parseInt(col[k], 16); });
+    else if (col === "black") rgb = [0, 0, 0];
+    if (!rgb) return false;
+    return 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2] < 0.4 * 255;
+  }
+
   function themeUpdate(gd) {
-    var c = COLORS[mode()];
+    var c = COLORS[mode()], fl = gd._fullLayout;
     var u = {paper_bgcolor: CLEAR, plot_bgcolor: CLEAR, "font.color": c.text,
              "legend.bgcolor": CLEAR,
              // the title hangs from the top, so that lines added below stay in the margin
@@ -46,6 +58,16 @@
       u[a + ".zerolinecolor"] = c.grid;
       u[a + ".linecolor"] = c.line;
       u[a + ".tickcolor"] = c.line;
+    });
+    // reference lines (add_hline / add_vline: "cuBLAS = 1") drawn in a dark ink, or in
+    // the template's default, take the page's text colour, so that they stay visible on
+    // a dark page
+    (gd.layout.shapes || []).forEach(function (sh, i) {
+      var fsh = (fl.shapes || [])[i] || {};
+      var col = (sh.line && sh.line.color) || (fsh.line && fsh.line.color);
+      if (sh.type === "line" && (!(sh.line && sh.line.color) || ink(col))) {
+        u["shapes[" + i + "].line.color"] = c.ref;
+      }
     });
     (gd.layout.sliders || []).forEach(function (s, i) {
       var p = "sliders[" + i + "].";

@@ -183,6 +183,17 @@ def abbreviate(label, width: int = LABEL_WIDTH) -> str:
     return plain[:width - 1].rstrip() + "…"
 
 
+def params_text(params) -> str:
+    """A kernel's parameters as a reader reads them in a hover or a label:
+    ``{"BM": 128, "BN": 64}`` -> ``"BM=128 BN=64"`` (the full names, never a dict);
+    an empty dict or None -> ``"defaults"``."""
+    if not params:
+        return "defaults"
+    if not isinstance(params, dict):
+        return str(params)
+    return " ".join(f"{k}={v}" for k, v in params.items())
+
+
 def ratio_text(value) -> str:
     """A ratio (to cuBLAS, to a copy) as the book prints it everywhere: three significant
     figures, trailing zeros kept (``0.170``, ``0.0970``, ``1.01``, ``12.0``); None or NaN
