@@ -388,6 +388,12 @@ def polish(fig: dict) -> dict:
                 vals = [10.0 ** rng[0], 10.0 ** rng[1]]
             if vals:
                 ax.update(log_ticks(min(vals), max(vals)))
+        tv, tt = ax.get("tickvals"), ax.get("ticktext")
+        if (isinstance(tv, list) and isinstance(tt, list) and len(tv) == len(tt)
+                and any(isinstance(b, str) and b.endswith("…") and b != str(a) for a, b in zip(tv, tt))):
+            # labels an earlier style cut with an ellipsis: wrapped whole instead
+            ax["ticktext"] = [tick_label(a) if isinstance(b, str) and b.endswith("…") else b
+                              for a, b in zip(tv, tt)]
         if ax.get("tickvals") is None and ax.get("type") in (None, "category"):
             cats = list(dict.fromkeys(s for tr, c in uses if tr.get("type") in ("bar", "scatter", "box")
                                       for s in _strings(tr.get(c))))
