@@ -7,9 +7,10 @@
  * plot backgrounds, text, grid and axis-line colours, and the colours of sliders and
  * buttons.
  *
- * Width: on a narrow screen a title, or a subplot title, that does not fit is wrapped
- * at a space (a <br>), and the top margin grows to hold it; a title that a slider
- * sets is wrapped when the slider sets it.
+ * Width: on a narrow screen a title, a subplot title or an axis title that does not fit
+ * is wrapped at a space (a <br>), and the margin grows to hold it; a title that a
+ * slider sets is wrapped when the slider sets it. Reference lines drawn in a dark ink
+ * take the theme's colour.
  */
 (function () {
   "use strict";
@@ -178,6 +179,28 @@
     });
     if (subLines) need += subLines * subSize * 1.35 + 6;
     if (need && (fl.margin.t || 0) < need) grow(gd, u, "margin.t", fl.margin.t || 0, Math.ceil(need));
+    // axis titles longer than their axis: wrapped at a space, and the margin beside
+    // them grows by the lines added (x titles below, y titles to the left)
+    var extraB = 0, extraL = 0;
+    axisNames(gd).forEach(function (n) {
+      var ax = fl[n], t = gd.layout[n] && gd.layout[n].title;
+      var text = titleText(t);
+      if (!text || !fl._size || !ax.domain) return;
+      var fs = (ax.title && ax.title.font && ax.title.font.size) || (fl.font && fl.font.size) || 12;
+      var span = (ax.domain[1] - ax.domain[0]) * (n[0] === "x" ? fl._size.w : fl._size.h);
+      var w = wrap(text, Math.floor(span / (0.56 * fs)));
+      if (w === text) return;
+      u[n + ".title.text"] = w;
+      var added = Math.ceil((lines(w) - lines(text)) * fs * 1.3);
+      if (n[0] === "x") extraB = Math.max(extraB, added); else extraL = Math.max(extraL, added);
+    });
+    if (extraB) {
+      grow(gd, u, "margin.b", fl.margin.b || 0, (fl.margin.b || 0) + extraB);
+      // a legend under the plot moves down with the taller axis title
+      if (fl.showlegend && fl.legend && fl.legend.y < 0 && fl._size.h)
+        u["legend.y"] = fl.legend.y - extraB / fl._size.h;
+    }
+    if (extraL) u["margin.l"] = (fl.margin.l || 0) + extraL;
     // slider labels that would overlap on this width: the steps are numbered instead
     // (the title each step sets says what it is)
     (gd.layout.sliders || []).forEach(function (sl, i) {
