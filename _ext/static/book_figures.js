@@ -224,6 +224,57 @@
     return u;
   }
 
+  /* Panels side by side (one row of 2 or 3 subplots) on a screen narrower than 600 px:
+   * stacked, one panel per row, the figure taller by the same plot height per panel;
+   * each subplot title (an annotation just above its panel) moves with its panel.
+   * Figures with a colour bar, a slider or panels in several rows are left as drawn. */
+  function stackUpdate(gd) {
+    var fl = gd._fullLayout, u = {};
+    var width = gd.clientWidth || fl.width;
+    if (!width || width >= 600 || gd.__bookStacked || !fl._size) return u;
+    if ((gd.layout.sliders || []).length) return u;
+    if ((gd.data || []).some(function (t) { return t.showscale === true || (t.marker && t.marker.showscale); })) return u;
+    var xs = axisNames(gd).filter(function (n) { return n[0] === "x"; }).map(function (n) {
+      var ax = fl[n];
+      return {name: n, dom: ax.domain.slice(), y: "yaxis" + n.slice(5)};
+    });
+    if (xs.length < 2 || xs.length > 3) return u;
+    var y0 = null, row = true;
+    xs.forEach(function (x) {
+      var ya = fl[x.y];
+      if (!ya || !ya.domain) { row = false; return; }
+      var d = ya.domain;
+      if (y0 === null) y0 = d;
+      else if (Math.abs(d[0] - y0[0]) > 0.02 || Math.abs(d[1] - y0[1]) > 0.02) row = false;
+    });
+    if (!row) return u;
+    xs.sort(function (a, b) { return a.dom[0] - b.dom[0]; });
+    for (var k = 1; k < xs.length; k++) if (xs[k].dom[0] < xs[k - 1].dom[1]) return u;
+    var n = xs.length, dom = fl[xs[0].y].domain, yTop = dom[1], H = fl._size.h;
+    var plotH = H * (dom[1] - dom[0]), gapPx = 120;   // x ticks, x title, next subplot title
+    var above = H * (1 - dom[1]), below = H * dom[0];
+    var H2 = above + n * plotH + (n - 1) * gapPx + below;
+    xs.forEach(function (x, i) {
+      var top = above + i * (plotH + gapPx);
+      u[x.name + ".domain"] = [0, 1];
+      u[x.y + ".domain"] = [1 - (top + plotH) / H2, 1 - top / H2];
+      x.top = 1 - top / H2;
+    });
+    (gd.layout.annotations || []).forEach(function (a, i) {
+      if (a.xref !== "paper" || a.yref !== "paper" || a.showarrow !== false) return;
+      if (!(a.y >= yTop - 0.01)) return;
+      var col = xs.filter(function (x) { return a.x >= x.dom[0] - 0.01 && a.x <= x.dom[1] + 0.01; })[0];
+      if (!col) return;
+      u["annotations[" + i + "].x"] = 0.5;
+      u["annotations[" + i + "].xanchor"] = "center";
+      u["annotations[" + i + "].y"] = col.top;
+      u["annotations[" + i + "].yanchor"] = "bottom";
+    });
+    u.height = Math.ceil(fl.height + H2 - H);
+    gd.__bookStacked = true;
+    return u;
+  }
+
   /* A slider under the plot: far enough below the x tick labels and axis title (which
    * a narrow screen makes taller) not to cover them. Needs the figure drawn. */
   function sliderUpdate(gd) {
@@ -251,7 +302,11 @@
       Object.assign(u, themeUpdate(gd));
       gd.__bookTheme = mode();
     }
-    if (gd.__bookWidth !== key) Object.assign(u, wrapUpdate(gd));
+    if (gd.__bookWidth !== key) {
+      var st = stackUpdate(gd), wr = wrapUpdate(gd);
+      if (st.height && wr.height) wr.height = st.height + wr.height - gd._fullLayout.height;
+      Object.assign(u, st, wr);
+    }
     gd.__bookWidth = key;
     if (Object.keys(u).length) {
       gd.__bookBusy = true;
