@@ -4,22 +4,34 @@ Registered in ``_config.yml`` (``sphinx: local_extensions: book_offline: _ext``)
 
 plotly.js
     ``plotly.min.js`` is copied from the installed ``plotly`` Python package
-    (``plotly/package_data/plotly.min.js``) into ``_static/`` once per site, and
-    every page loads it as a plain (blocking) ``<script>`` in ``<head>``, so the
-    inline ``Plotly.newPlot(...)`` calls that ``helpers.show.figure`` leaves in
-    the notebook outputs find ``window.Plotly`` when the body is parsed. The
+    (``plotly/package_data/plotly.min.js``) into ``_static/`` once per site. It is
+    4.8 MB, so no page loads it in ``<head>``, where it would hold back the first paint
+    by seconds: the inline ``Plotly.newPlot(...)`` calls that ``helpers.show.figure``
+    leaves in the notebook outputs are written as ``window.__bookPlot(...)`` in the
+    built page (:func:`_plotly_only_where_drawn`), a one-line script in ``<head>``
+    queues them, and ``book_plotly.js`` (deferred) loads plotly.min.js after the first
+    frame has painted, draws the queued figures, then loads ``book_figures.js``. The
     notebooks hold no copy of plotly.js.
 
     RequireJS: a plotly.js bundle that sees an AMD loader (``window.define``
     with ``define.amd``) registers itself as an anonymous AMD module instead
-    of setting ``window.Plotly`` (and RequireJS then reports "Mismatched
-    anonymous define()"). Pages that carry ipywidgets state load RequireJS.
-    The script is therefore wrapped: ``define`` is hidden while plotly.min.js
-    runs and restored right after, so ``window.Plotly`` exists on every page
-    that has a figure, whatever else the page loads, and in whatever order.
+    of setting ``window.Plotly``; book_plotly.js hides ``define`` while
+    plotly.min.js runs and puts it back after.
 
-    Only pages with a Plotly figure load it (:func:`_plotly_only_where_drawn`):
-    plotly.min.js is 4.8 MB, and a page without a figure has no use for it.
+    Only pages with a Plotly figure load any of it (:func:`_plotly_only_where_drawn`).
+
+Navigation
+    ``book_nav.js`` (every page) makes the sidebar and "Contents" buttons of the article
+    header work below 992 px (both themes bind their handlers to the first toggle of the
+    page only, one that this layout hides); ``book.css`` hides the Bootstrap tooltips
+    and the Plotly toolbar on a screen that cannot hover (a tooltip left up after a tap
+    covered the search button).
+
+Dark mode
+    ``html_context.default_mode`` is ``auto`` (``_config.yml``): the page follows the
+    reader's system setting (``prefers-color-scheme``) until they pick a mode with the
+    theme switch; :data:`_RESOLVE_AUTO` sets ``data-theme`` before the page draws, so
+    an "auto" page does not paint light first.
 
 Figures and the theme
     ``book_figures.js`` (``_ext/static/``, copied to ``_static/``; loaded with
@@ -68,11 +80,16 @@ from sphinx.util.fileutil import copy_asset_file
 logger = logging.getLogger(__name__)
 
 PLOTLY_JS = "plotly.min.js"
-# Runs before and after plotly.min.js (see the module docstring, "RequireJS").
-_HIDE_AMD = ("window.__bookSavedDefine = window.define; window.define = undefined;")
-_RESTORE_AMD = ("if (window.__bookSavedDefine !== undefined) "
-                "{ window.define = window.__bookSavedDefine; } "
-                "delete window.__bookSavedDefine;")
+PLOTLY_LOADER = "book_plotly.js"
+NAV_JS = "book_nav.js"
+# Queues the figure outputs' calls until book_plotly.js has loaded plotly.min.js.
+_QUEUE = ("window.__bookPlots = window.__bookPlots || []; window.__bookPlot = function () { "
+          "var a = arguments; return new Promise(function (r) { window.__bookPlots.push([a, r]); }); };")
+# pydata-sphinx-theme's inline script sets data-theme="auto" for a reader who has not
+# chosen; its deferred script resolves it later. Resolved here, before the page draws.
+_RESOLVE_AUTO = ("(function () { var d = document.documentElement; if (d.dataset.theme === 'auto' "
+                 "&& window.matchMedia) { d.dataset.theme = window.matchMedia("
+                 "'(prefers-color-scheme: dark)').matches ? 'dark' : 'light'; } })();")
 
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
@@ -147,7 +164,21 @@ _BOOK_CSS_TEXT = ("code.literal, code.literal span.pre { white-space: normal; ov
                   "word-break: break-word; }\n"
                   "html[data-theme=dark] .bd-content div.cell_output div.text_html:has(div.plotly-graph-div), "
                   "html[data-theme=dark] .bd-content div.cell_output div.text_html:has(figure.book-svg-figure) "
-                  "{ background-color: transparent; color: inherit; padding: 0; }\n")
+                  "{ background-color: transparent; color: inherit; padding: 0; }\n"
+                  # a tooltip left up after a tap covers the buttons around it; the
+                  # Plotly toolbar covers a figure's title and cannot be used by touch
+                  "@media (hover: none) { .tooltip { display: none !important; } "
+                  ".js-plotly-plot .modebar-container { display: none !important; } }\n"
+                  ".tooltip { pointer-events: none; }\n"
+                  # tables on a phone: smaller type, tighter cells, headers and long names
+                  # wrap, so that most tables fit the screen; a table that still cannot
+                  # scrolls inside its own box (its caption says so)
+                  "@media (max-width: 600px) { .bd-content table.table { font-size: 0.72rem; line-height: 1.3; } "
+                  ".bd-content table.table th, .bd-content table.table td { padding: 0.15rem 0.2rem; "
+                  "white-space: normal; overflow-wrap: break-word; } "
+                  # text cells (names, headers) may break anywhere; numbers (right-aligned) never
+                  ".bd-content table.table th, .bd-content table.table td:not(.text-right) "
+                  "{ overflow-wrap: anywhere; } }\n")
 
 
 def _copy_assets(app: Sphinx, exc: Exception | None) -> None:
@@ -157,7 +188,8 @@ def _copy_assets(app: Sphinx, exc: Exception | None) -> None:
     copy_asset_file(str(plotly_js_path()), static)
     with open(os.path.join(static, BOOK_CSS), "w") as f:
         f.write(_BOOK_CSS_TEXT)
-    copy_asset_file(str(STATIC / FIGURES_JS), static)
+    for name in (FIGURES_JS, PLOTLY_LOADER, NAV_JS):
+        copy_asset_file(str(STATIC / name), static)
     mj = mathjax_dir()
     if _mathjax_is_local(app) and mj is not None:
         # The package ships a dozen combined builds (tex-svg.js, mml-chtml.js, ...);
@@ -198,16 +230,25 @@ _FIGURE_DIV = re.compile(r"""<div\b[^>]*\bclass=["'][^"']*\bplotly-graph-div\b""
 def _is_plotly_script(js) -> bool:
     name = str(getattr(js, "filename", js) or "")
     body = (getattr(js, "attributes", {}) or {}).get("body", "")
-    return (name.endswith("/" + PLOTLY_JS) or name.endswith("/" + FIGURES_JS)
-            or body in (_HIDE_AMD, _RESTORE_AMD))
+    return name.endswith("/" + PLOTLY_LOADER) or name == PLOTLY_LOADER or body == _QUEUE
+
+
+_SCRIPT = re.compile(r"(<script\b[^>]*>)(.*?)(</script>)", re.S)
 
 
 def _plotly_only_where_drawn(app: Sphinx, pagename, templatename, context, doctree) -> None:
-    """Drop plotly.min.js (its AMD guards) and book_figures.js from a page without a figure."""
+    """On a page with a figure, write the outputs' ``Plotly.newPlot(`` calls as
+    ``window.__bookPlot(`` (queued until book_plotly.js has loaded plotly.js); from a
+    page without one, drop the queue and book_plotly.js."""
     scripts = context.get("script_files")
-    if not scripts or _FIGURE_DIV.search(context.get("body") or ""):
+    body = context.get("body") or ""
+    if _FIGURE_DIV.search(body):
+        context["body"] = _SCRIPT.sub(
+            lambda m: m.group(1) + m.group(2).replace("Plotly.newPlot(", "window.__bookPlot(") + m.group(3),
+            body)
         return
-    scripts[:] = [js for js in scripts if not _is_plotly_script(js)]
+    if scripts:
+        scripts[:] = [js for js in scripts if not _is_plotly_script(js)]
 
 
 def _is_mathjax_script(app: Sphinx, js) -> bool:
@@ -258,10 +299,10 @@ def _drop_fontawesome_js(app: Sphinx, exc: Exception | None) -> None:
 
 def setup(app: Sphinx) -> dict:
     # Low priorities: in <head>, before the theme's and myst-nb's scripts.
-    app.add_js_file(None, body=_HIDE_AMD, priority=100)
-    app.add_js_file(PLOTLY_JS, priority=101)
-    app.add_js_file(None, body=_RESTORE_AMD, priority=102)
-    app.add_js_file(FIGURES_JS, priority=600, defer="defer")
+    app.add_js_file(None, body=_RESOLVE_AUTO, priority=99)
+    app.add_js_file(None, body=_QUEUE, priority=100)
+    app.add_js_file(PLOTLY_LOADER, priority=600, defer="defer")
+    app.add_js_file(NAV_JS, priority=600, defer="defer")
     app.add_css_file(BOOK_CSS)
     app.connect("builder-inited", _check)
     app.connect("build-finished", _copy_assets)

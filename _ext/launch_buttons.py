@@ -6,6 +6,10 @@ Colab launch button (``https://colab.research.google.com/github/<owner>/<repo>/b
 a JupyterHub button when ``GEMM_BOOK_JUPYTERHUB_URL`` names a hub, and the repository and
 issue buttons. When it is empty none of them is added: sphinx-book-theme fails the build
 when a ``colab_url`` has no repository to point into. Binder and Thebe stay off (no GPU there).
+
+The pages name the repository through the MyST substitution ``{{ repository }}`` (the
+landing page): a link to ``repository.url`` when it is set, else the words "this book's
+repository" (``README.md`` says how to get it).
 """
 from __future__ import annotations
 
@@ -16,8 +20,15 @@ from sphinx.application import Sphinx
 COLAB = "https://colab.research.google.com"
 
 
+def _substitution(config, url: str) -> None:
+    subs = dict(getattr(config, "myst_substitutions", None) or {})
+    subs.setdefault("repository", f"[its repository]({url})" if url else "this book's repository")
+    config.myst_substitutions = subs
+
+
 def _buttons(app: Sphinx, config) -> None:
     opts = dict(config.html_theme_options or {})
+    _substitution(config, (opts.get("repository_url") or "").strip())
     if not (opts.get("repository_url") or "").strip():
         opts["launch_buttons"] = {k: v for k, v in (opts.get("launch_buttons") or {}).items()
                                   if k not in ("colab_url", "jupyterhub_url", "binderhub_url")}

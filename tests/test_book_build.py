@@ -211,14 +211,21 @@ DRAWN_JS = """() => {
 }"""
 # The layout of a page as drawn: its width against the viewport's, the theme, and for
 # each figure the colours it was drawn with and the background of the output around it.
-LAYOUT_JS = """() => {
+LAYOUT_JS = r"""() => {
   const card = d => { let e = d.parentElement;
     while (e && !(e.classList && e.classList.contains('cell_output'))) {
       const bg = getComputedStyle(e).backgroundColor;
       if (bg !== 'rgba(0, 0, 0, 0)' && bg !== 'transparent') return bg;
       e = e.parentElement; }
     return 'rgba(0, 0, 0, 0)'; };
-  return {scrollWidth: document.documentElement.scrollWidth, viewport: window.innerWidth,
+  const tables = Array.from(document.querySelectorAll('.bd-content table')).map(t => {
+    let w = t.parentElement;
+    while (w && w !== document.body && getComputedStyle(w).overflowX === 'visible') w = w.parentElement;
+    const out = t.closest('.cell_output, .table-wrapper, section') || t.parentElement;
+    return {width: Math.round(t.getBoundingClientRect().width), box: w ? w.clientWidth : 0,
+            marked: /scrolls sideways/i.test(out.innerText || ''),
+            caption: (out.innerText || '').trim().slice(0, 60).replace(/\s+/g, ' ')}; });
+  return {tables: tables, scrollWidth: document.documentElement.scrollWidth, viewport: window.innerWidth,
           theme: document.documentElement.getAttribute('data-theme'),
           page: getComputedStyle(document.body).backgroundColor,
           figures: Array.from(document.querySelectorAll('.plotly-graph-div')).map(d => d._fullLayout ? {
@@ -227,6 +234,9 @@ LAYOUT_JS = """() => {
             card: card(d), width: Math.round(d.getBoundingClientRect().right)} : {id: d.id})};
 }"""
 NARROW = {"width": 412, "height": 915}     # a phone (the issue's measurements)
+WIDE_TABLES_MAX = 5     # tables of the whole book that may scroll sideways at 412 px
+FIRST_PAINT_MAX_MS = 1000
+OPEN_CODE_LINES_MAX = 60
 
 
 def check_in_chromium(build: Build, viewport: dict | None = None, dark: bool = False,
@@ -285,7 +295,8 @@ def check_in_chromium(build: Build, viewport: dict | None = None, dark: bool = F
                 page.on("response", lambda r, p=problems: p.append(f"HTTP {r.status}: {r.url}")
                         if r.status >= 400 else None)
                 page.on("console", lambda m, p=problems: p.append(f"console {m.type}: {m.text}")
-                        if m.type == "error" else None)
+                        if m.type in ("error", "warning") or (m.type == "trace" and "WARN" in m.text)
+                        else None)
                 page.on("pageerror", lambda e, p=problems: p.append(f"uncaught exception: {e}"))
                 text = path.read_text(errors="replace")
                 redirect = _is_redirect(text)  # checked as the page it points to
@@ -385,8 +396,8 @@ def test_every_toc_page_is_built(book):
 
 
 def test_plotly_js_once_per_site(book):
-    """One plotly.min.js in _static/, referenced once by every page that has a
-    figure and by no other page (with it, book_figures.js), embedded in none."""
+    """One plotly.min.js in _static/, loaded (by book_plotly.js) by every page that has a
+    figure and by no other page, embedded in none."""
     copies = [p for p in book.html.rglob("plotly*.js")]
     assert [p.relative_to(book.html).as_posix() for p in copies] == ["_static/plotly.min.js"]
     assert (book.html / "_static" / "book_figures.js").is_file()
@@ -398,9 +409,13 @@ def test_plotly_js_once_per_site(book):
         rel = page.relative_to(book.html).as_posix()
         n = 1 if FIGURE_DIV.search(text) else 0
         with_figures += n
-        assert len(re.findall(r'<script[^>]+src="[^"]*_static/plotly\.min\.js', text)) == n, rel
-        assert len(re.findall(r'<script[^>]+src="[^"]*_static/book_figures\.js', text)) == n, rel
-        assert ("__bookSavedDefine" in text) == bool(n), rel
+        # plotly.min.js and book_figures.js are loaded by book_plotly.js after the first
+        # paint; the outputs' calls are queued (window.__bookPlot) until then
+        assert not re.search(r'<script[^>]+src="[^"]*_static/plotly\.min\.js', text), \
+            f"{rel}: plotly.min.js in a <script> tag holds back the first paint"
+        assert len(re.findall(r'<script[^>]+defer[^>]+src="[^"]*_static/book_plotly\.js', text)) == n, rel
+        assert ("window.__bookPlots" in text) == bool(n), rel
+        assert "Plotly.newPlot(" not in text, f"{rel}: a figure is drawn before plotly.js is loaded"
         assert "plotly.js v" not in text, f"{rel}: plotly.js is embedded in the page"
     assert with_figures, "no page has a figure"
 
@@ -639,3 +654,248 @@ def test_probe_figures_and_math_render_in_chromium(probe):
         assert 'class="highlight-cuda' in html, "kernel source is not highlighted as CUDA"
     assert "<table" in html and "Made-up numbers" in html, "show.table did not render a table"
     assert 'class="admonition note"' in html, "show.note did not render"
+
+
+# ------------------------------------------------------- a reader on a phone
+def _figure_pages(book: Build, request) -> list[str]:
+    rels = []
+    for path in book.pages():
+        rel = path.relative_to(book.html).as_posix()
+        text = path.read_text(errors="replace")
+        if FIGURE_DIV.search(text) and not _is_redirect(text):
+            rels.append(rel)
+    return rels if _tier.full(request.config) else [r for r in rels if r in FAST_PAGES]
+
+
+def test_phone_navigation_by_touch(book):
+    """At 412 px on a touch screen the article header's sidebar button opens the site
+    navigation, a link in it leads to its chapter, and no tooltip is left over the
+    search button (pydata-sphinx-theme 0.17 / sphinx-book-theme 1.3 bind the toggles to
+    a hidden button; _ext/static/book_nav.js)."""
+    _need_browser()
+    from playwright.sync_api import sync_playwright
+
+    with serve(book.html) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            ctx = browser.new_context(viewport=NARROW, has_touch=True, is_mobile=True, service_workers="block")
+            page = ctx.new_page()
+            page.goto(base + "book/03_smem_tiling.html", wait_until="load")
+            toggle = page.locator(".bd-header-article .primary-toggle")
+            assert toggle.is_visible(), "no visible sidebar button in the article header at 412 px"
+            page.wait_for_function("() => document.readyState === 'complete'", timeout=15_000)
+            toggle.tap()
+            page.wait_for_function("() => document.querySelector('#pst-primary-sidebar-modal').open", timeout=15_000)
+            link = page.locator("#pst-primary-sidebar-modal a.reference.internal[href*='07_mma_sync']").first
+            assert link.is_visible(), "the opened navigation shows no link to chapter 7"
+            link.tap()
+            page.wait_for_url(re.compile(r".*/07_mma_sync\.html.*"), timeout=10_000)
+            # the search button takes a tap: nothing (a tooltip) lies over its centre
+            page.locator(".bd-header-article .primary-toggle").tap()
+            page.keyboard.press("Escape")
+            on_top = page.evaluate("""() => { const b = Array.from(document.querySelectorAll('.search-button'))
+                .find(e => e.offsetParent); if (!b) return 'no visible search button';
+              const r = b.getBoundingClientRect();
+              const e = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+              return b.contains(e) ? '' : 'covered by ' + (e ? e.className : 'nothing'); }""")
+            assert not on_top, f"search button: {on_top}"
+        finally:
+            browser.close()
+
+
+def test_first_paint_of_figure_pages_from_disk(book, request):
+    """Every page with a figure paints its text within FIRST_PAINT_MAX_MS when opened
+    from disk (file://): plotly.min.js is loaded after the first paint
+    (_ext/static/book_plotly.js). Prints the first contentful paint of each page."""
+    _need_browser()
+    from playwright.sync_api import sync_playwright
+
+    rels, lines, slow = _figure_pages(book, request), [], []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            ctx = browser.new_context(viewport=NARROW)
+            for rel in rels:
+                page = ctx.new_page()
+                page.goto((book.html / rel).as_uri(), wait_until="load")
+                ms = page.evaluate("""() => (performance.getEntriesByType('paint')
+                    .find(e => e.name === 'first-contentful-paint') || {startTime: -1}).startTime""")
+                page.close()
+                lines.append(f"{rel}: first contentful paint {ms:.0f} ms")
+                if ms < 0 or ms > FIRST_PAINT_MAX_MS:
+                    slow.append(lines[-1])
+        finally:
+            browser.close()
+    print("\n".join(lines))
+    assert rels, "no page with a figure"
+    assert not slow, "\n".join(slow)
+
+
+def test_tables_fit_a_phone(narrow_dark, request):
+    """At 412 px a table fits the screen, or its caption says that it scrolls sideways;
+    at most WIDE_TABLES_MAX of those in the whole book."""
+    unmarked, marked = [], []
+    for rel, info in sorted(narrow_dark.items()):
+        for t in (info.get("layout") or {}).get("tables", []):
+            if t["width"] > t["box"] + 1:
+                (marked if t["marked"] else unmarked).append(
+                    f"{rel}: {t['width']} px in {t['box']} px: {t['caption']}")
+    print(f"{len(unmarked) + len(marked)} tables scroll sideways at 412 px")
+    problems = [f"scrolls sideways without saying so: {u}" for u in unmarked]
+    if len(marked) > WIDE_TABLES_MAX:
+        problems.append(f"{len(marked)} tables are marked to scroll (at most {WIDE_TABLES_MAX}):\n"
+                        + "\n".join(marked))
+    assert not problems, "\n".join(problems)
+
+
+_DETAILS = re.compile(r"<details\b.*?</details>", re.S)
+_PRE = re.compile(r"<pre\b[^>]*>(.*?)</pre>", re.S)
+
+
+def open_code_lines(html_text: str) -> tuple:
+    """(lines of code shown open before the page's first figure, the longest open
+    listing) of a built page: <pre> blocks outside <details>."""
+    text = _DETAILS.sub("", html_text)
+    m = FIGURE_DIV.search(text)
+    before = text[:m.start()] if m else text
+    count = lambda block: block.strip("\n").count("\n") + 1  # noqa: E731
+    return (sum(count(b) for b in _PRE.findall(before)),
+            max((count(b) for b in _PRE.findall(text)), default=0))
+
+
+# Pages allowed more code before their first figure, each with why (issue #24 left open).
+CODE_FIRST = {"book/05_register_tiling.html": "its five steps' kernel entries (about 50 lines each) come "
+              "before its first figure; the chapter's order is to change"}
+
+
+def test_prose_before_code(book):
+    """No page shows a listing of more than OPEN_CODE_LINES_MAX lines open, nor more than
+    that many lines of code before its first figure (show.source folds a long listing)."""
+    bad = []
+    for path in book.pages():
+        text = path.read_text(errors="replace")
+        if _is_redirect(text):
+            continue
+        before, longest = open_code_lines(text)
+        rel = path.relative_to(book.html).as_posix()
+        if before > OPEN_CODE_LINES_MAX and rel not in CODE_FIRST:
+            bad.append(f"{rel}: {before} lines of code open before the first figure")
+        if longest > OPEN_CODE_LINES_MAX:
+            bad.append(f"{rel}: a listing of {longest} lines is open")
+    assert not bad, "\n".join(bad)
+
+
+def test_open_code_lines_counts_what_is_open():
+    html_text = ("<pre>a\nb</pre><details><summary>x</summary><pre>" + "l\n" * 100 + "</pre></details>"
+                 "<div class=\"plotly-graph-div\"></div><pre>" + "c\n" * 70 + "</pre>")
+    assert open_code_lines(html_text) == (2, 70)
+
+
+# --------------------------------------------------- text inside each figure
+# Every visible SVG text element of every figure (hover labels aside): one that leaves
+# the figure's box, and two whose boxes overlap (by more than 2 px each way; two tick
+# labels that Plotly rotated are compared by their rotated extent, not their boxes).
+FIGURE_TEXT_JS = """() => {
+  const out = [];
+  const shown = (t, gd) => { for (let e = t; e && e !== gd; e = e.parentElement) {
+      const s = getComputedStyle(e);
+      if (s.display === 'none' || s.visibility === 'hidden' || s.opacity === '0') return false; }
+    return true; };
+  document.querySelectorAll('.plotly-graph-div').forEach(gd => {
+    const svg = gd.querySelector('.main-svg');
+    const box = (svg || gd).getBoundingClientRect();
+    if (!box.width) return;
+    const texts = [];
+    gd.querySelectorAll('svg text').forEach(t => {
+      if (t.closest('.hoverlayer') || !t.textContent.trim() || !shown(t, gd)) return;
+      const r = t.getBoundingClientRect();
+      if (!r.width || !r.height) return;
+      texts.push({t: t.textContent.trim().slice(0, 50), r: r, el: t,
+                  rotated: /rotate\\(\\s*-?[1-9]/.test(t.getAttribute('transform') || '')});
+    });
+    texts.forEach(a => {
+      const over = [box.left - a.r.left, a.r.right - box.right, box.top - a.r.top, a.r.bottom - box.bottom];
+      if (Math.max.apply(null, over) > 1.5)
+        out.push({fig: gd.id, what: 'leaves the figure by ' + Math.round(Math.max.apply(null, over)) + ' px',
+                  text: a.t});
+    });
+    for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
+      const A = texts[i], B = texts[j];
+      if (A.rotated && B.rotated) {
+        // rotated tick labels: their baselines must be a line height apart along x
+        const ca = (A.r.left + A.r.right) / 2, cb = (B.r.left + B.r.right) / 2;
+        const fs = parseFloat(getComputedStyle(A.el).fontSize) || 12;
+        if (Math.abs(ca - cb) < 0.9 * fs && Math.min(A.r.bottom, B.r.bottom) - Math.max(A.r.top, B.r.top) > 2)
+          out.push({fig: gd.id, what: 'overlap', text: A.t + ' / ' + B.t});
+        continue;
+      }
+      const w = Math.min(A.r.right, B.r.right) - Math.max(A.r.left, B.r.left);
+      const h = Math.min(A.r.bottom, B.r.bottom) - Math.max(A.r.top, B.r.top);
+      if (w > 2 && h > 2 && !A.el.contains(B.el) && !B.el.contains(A.el))
+        out.push({fig: gd.id, what: 'overlap', text: A.t + ' / ' + B.t});
+    }
+  });
+  return out;
+}"""
+
+
+def figure_text_defects(url: str, viewport: dict, settle_ms: int = 1500) -> list:
+    """:data:`FIGURE_TEXT_JS` on the page at ``url`` in Chromium at ``viewport``, after
+    its figures are drawn and restyled: a list of ``{fig, what, text}``."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_context(viewport=viewport).new_page()
+            page.goto(url, wait_until="load")
+            page.wait_for_function("() => Array.from(document.querySelectorAll('.plotly-graph-div'))"
+                                   ".every(d => d.querySelector('.main-svg'))", timeout=20_000)
+            page.wait_for_timeout(settle_ms)
+            return page.evaluate(FIGURE_TEXT_JS)
+        finally:
+            browser.close()
+
+
+@pytest.mark.full
+@pytest.mark.xfail(strict=False, reason="issue #24: figures drawn before the shared style was repaired "
+                   "still have overlapping or overflowing text until the notebooks are re-executed; "
+                   "the failure lists them")
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 900}, NARROW], ids=["1280px", "412px"])
+def test_figure_text_fits_and_does_not_overlap(book, request, viewport):
+    """Every figure of the book, at 1280 px and at 412 px: no SVG text element leaves the
+    figure's box or overlaps another (:data:`FIGURE_TEXT_JS`)."""
+    _need_browser()
+    bad = []
+    with serve(book.html) as base:
+        for rel in _figure_pages(book, request):
+            for d in figure_text_defects(base + rel, viewport):
+                bad.append(f"{rel} {d['fig']}: {d['what']}: {d['text']}")
+    assert not bad, f"{len(bad)} text defects:\n" + "\n".join(bad[:200])
+
+
+def test_figure_text_check_catches_a_planted_overlap(tmp_path):
+    """The check of the test above fails on a figure made wrong on purpose (two notes at
+    one place, a note past the right edge) and passes on the same figure made right."""
+    _need_browser()
+    import plotly.io as pio
+
+    shutil.copy(Path(pio.__file__).resolve().parents[1] / "package_data" / "plotly.min.js", tmp_path)
+
+    def page(name, notes):
+        fig = {"data": [{"type": "bar", "x": ["a", "b"], "y": [1, 2]}],
+               "layout": {"width": 400, "height": 300, "annotations": notes}}
+        (tmp_path / name).write_text(
+            "<html><body><script src='plotly.min.js'></script><div id='g' class='plotly-graph-div'></div>"
+            f"<script>Plotly.newPlot('g', {json.dumps(fig)});</script></body></html>")
+        return (tmp_path / name).as_uri()
+
+    note = dict(xref="paper", yref="paper", showarrow=False, text="a note of some length")
+    bad = figure_text_defects(page("bad.html", [dict(note, x=0.5, y=0.5), dict(note, x=0.52, y=0.5),
+                                                dict(note, x=1.6, y=0.9, text="past the edge")]),
+                              {"width": 600, "height": 400}, settle_ms=200)
+    assert any(d["what"] == "overlap" for d in bad), bad
+    assert any(d["what"].startswith("leaves the figure") for d in bad), bad
+    good = figure_text_defects(page("good.html", [dict(note, x=0.5, y=0.5), dict(note, x=0.5, y=0.2)]),
+                               {"width": 600, "height": 400}, settle_ms=200)
+    assert good == [], good

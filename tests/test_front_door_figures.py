@@ -16,7 +16,7 @@ import pytest
 
 import helpers  # noqa: F401  (fills the catalog)
 from helpers.chapters import common
-from helpers.figures import staircase, tuning as tf
+from helpers.figures import staircase, style, tuning as tf
 from helpers.runtime import catalog, roofline
 
 REPO = Path(__file__).resolve().parent.parent
@@ -41,7 +41,7 @@ def test_staircase_svg_draws_every_record_and_roof(recs, narrow):
     for g, r in zip(points, ok):
         tip = g.find(f"{SVG}title").text
         assert f"heaven {r['chapter']}:" in tip and f"{r['value']:.4g} TFLOP/s" in tip
-        assert g.find(f"{SVG}text").text == f"{r['ratio']:.2f}×"
+        assert g.find(f"{SVG}text").text == f"{style.ratio_text(r['ratio'])}×"
     roofs = [t.text for t in root.iter(f"{SVG}title") if "TFLOP/s" in t.text and "heaven" not in t.text]
     assert len(roofs) == len(staircase.roofs(ceil)) >= 2
     # the text follows the page (light and dark themes)

@@ -277,15 +277,21 @@ def test_committed_kernel_listings_match_the_kernel_files():
 
 def test_whole_file_listing_shows_its_headers_folded():
     """A chapter's page shows the headers its kernel includes (each once, in the order the
-    compiler reads them), folded under the listing; an entry listing shows only the entry."""
+    compiler reads them), folded under the listing; an entry listing shows only the entry.
+    A listing over show.OPEN_LINES lines is folded itself."""
     assert show.local_includes("07_mma_sync.cu") == ["fp16.cuh", "mma_sm80.cuh", "common.cuh", "instrument.cuh"]
     assert show.local_includes("10_hopper.cu") == ["fp16.cuh", "hopper_sm90.cuh", "instrument.cuh"]
     md = show.source_markdown("07_mma_sync.cu")
     for inc in show.local_includes("07_mma_sync.cu"):
         assert f"<summary><code>kernels/{inc}</code>" in md
-    assert md.count("<details>") == md.count("</details>") == 4
+    # the whole file is folded too (over show.OPEN_LINES lines), ahead of its headers
+    assert md.count("<details") == md.count("</details>") == 5
+    assert md.startswith('<details class="book-listing">') and "kernels/07_mma_sync.cu</code> (" in md
     assert "__device__ __forceinline__ void mma16816" in md          # the header's text is there
     assert "<details>" not in show.source_markdown("07_mma_sync.cu", "gemm_mma_sync")
+    entry = show.source_markdown("01_naive.cu", "sgemm_naive_xfirst")
+    lines = len(show.extract_entry(show.kernel_path("01_naive.cu").read_text(), "sgemm_naive_xfirst").splitlines())
+    assert ("<details" in entry) == (lines > show.OPEN_LINES)
     pasted = kc.source("07_mma_sync.cu")                              # what the compilers get
     assert pasted.count("// ---- begin common.cuh ----") == 1 and '#include "' not in pasted
     probe = kc.source("experiments/07_mma_probe.cu")                  # an experiment includes its kernel

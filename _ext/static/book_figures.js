@@ -7,17 +7,18 @@
  * plot backgrounds, text, grid and axis-line colours, and the colours of sliders and
  * buttons.
  *
- * Width: on a narrow screen a title, or a subplot title, that does not fit is wrapped
- * at a space (a <br>), and the top margin grows to hold it; a title that a slider
- * sets is wrapped when the slider sets it.
+ * Width: on a narrow screen a title, a subplot title or an axis title that does not fit
+ * is wrapped at a space (a <br>), and the margin grows to hold it; a title that a
+ * slider sets is wrapped when the slider sets it. Reference lines drawn in a dark ink
+ * take the theme's colour.
  */
 (function () {
   "use strict";
   var CLEAR = "rgba(0,0,0,0)";
   var COLORS = {
-    light: {text: "#262626", grid: "rgba(128,128,128,0.28)", line: "rgba(128,128,128,0.75)",
+    light: {text: "#262626", ref: "#404040", grid: "rgba(128,128,128,0.28)", line: "rgba(128,128,128,0.75)",
             menu: "#f4f5f7", menuBorder: "#b8c0cc", menuActive: "#d7dbe0"},
-    dark: {text: "#d9dde3", grid: "rgba(170,170,170,0.22)", line: "rgba(170,170,170,0.6)",
+    dark: {text: "#d9dde3", ref: "#c8ccd2", grid: "rgba(170,170,170,0.22)", line: "rgba(170,170,170,0.6)",
            menu: "#2c3037", menuBorder: "#5c6470", menuActive: "#4a515c"}
   };
 
@@ -34,8 +35,20 @@
     return Object.keys(gd._fullLayout).filter(function (k) { return /^[xy]axis\d*$/.test(k); });
   }
 
+  /* A colour dark enough to vanish on a dark page (black, #444, the template's slate). */
+  function ink(col) {
+    if (typeof col !== "string") return false;
+    var m = col.replace(/\s/g, "").match(/^rgba?\((\d+),(\d+),(\d+)/i), rgb = null;
+    if (m) rgb = [+m[1], +m[2], +m[3]];
+    else if (/^#[0-9a-f]{6}$/i.test(col)) rgb = [1, 3, 5].map(function (k) { return parseInt(col.substr(k, 2), 16); });
+    else if (/^#[0-9a-f]{3}$/i.test(col)) rgb = [1, 2, 3].map(function (k) { return 17 * parseInt(col[k], 16); });
+    else if (col === "black") rgb = [0, 0, 0];
+    if (!rgb) return false;
+    return 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2] < 0.4 * 255;
+  }
+
   function themeUpdate(gd) {
-    var c = COLORS[mode()];
+    var c = COLORS[mode()], fl = gd._fullLayout;
     var u = {paper_bgcolor: CLEAR, plot_bgcolor: CLEAR, "font.color": c.text,
              "legend.bgcolor": CLEAR,
              // the title hangs from the top, so that lines added below stay in the margin
@@ -46,6 +59,16 @@
       u[a + ".zerolinecolor"] = c.grid;
       u[a + ".linecolor"] = c.line;
       u[a + ".tickcolor"] = c.line;
+    });
+    // reference lines (add_hline / add_vline: "cuBLAS = 1") drawn in a dark ink, or in
+    // the template's default, take the page's text colour, so that they stay visible on
+    // a dark page
+    (gd.layout.shapes || []).forEach(function (sh, i) {
+      var fsh = (fl.shapes || [])[i] || {};
+      var col = (sh.line && sh.line.color) || (fsh.line && fsh.line.color);
+      if (sh.type === "line" && (!(sh.line && sh.line.color) || ink(col))) {
+        u["shapes[" + i + "].line.color"] = c.ref;
+      }
     });
     (gd.layout.sliders || []).forEach(function (s, i) {
       var p = "sliders[" + i + "].";
@@ -156,6 +179,28 @@
     });
     if (subLines) need += subLines * subSize * 1.35 + 6;
     if (need && (fl.margin.t || 0) < need) grow(gd, u, "margin.t", fl.margin.t || 0, Math.ceil(need));
+    // axis titles longer than their axis: wrapped at a space, and the margin beside
+    // them grows by the lines added (x titles below, y titles to the left)
+    var extraB = 0, extraL = 0;
+    axisNames(gd).forEach(function (n) {
+      var ax = fl[n], t = gd.layout[n] && gd.layout[n].title;
+      var text = titleText(t);
+      if (!text || !fl._size || !ax.domain) return;
+      var fs = (ax.title && ax.title.font && ax.title.font.size) || (fl.font && fl.font.size) || 12;
+      var span = (ax.domain[1] - ax.domain[0]) * (n[0] === "x" ? fl._size.w : fl._size.h);
+      var w = wrap(text, Math.floor(span / (0.56 * fs)));
+      if (w === text) return;
+      u[n + ".title.text"] = w;
+      var added = Math.ceil((lines(w) - lines(text)) * fs * 1.3);
+      if (n[0] === "x") extraB = Math.max(extraB, added); else extraL = Math.max(extraL, added);
+    });
+    if (extraB) {
+      grow(gd, u, "margin.b", fl.margin.b || 0, (fl.margin.b || 0) + extraB);
+      // a legend under the plot moves down with the taller axis title
+      if (fl.showlegend && fl.legend && fl.legend.y < 0 && fl._size.h)
+        u["legend.y"] = fl.legend.y - extraB / fl._size.h;
+    }
+    if (extraL) u["margin.l"] = (fl.margin.l || 0) + extraL;
     // slider labels that would overlap on this width: the steps are numbered instead
     // (the title each step sets says what it is)
     (gd.layout.sliders || []).forEach(function (sl, i) {
@@ -176,6 +221,57 @@
         }
       });
     }
+    return u;
+  }
+
+  /* Panels side by side (one row of 2 or 3 subplots) on a screen narrower than 600 px:
+   * stacked, one panel per row, the figure taller by the same plot height per panel;
+   * each subplot title (an annotation just above its panel) moves with its panel.
+   * Figures with a colour bar, a slider or panels in several rows are left as drawn. */
+  function stackUpdate(gd) {
+    var fl = gd._fullLayout, u = {};
+    var width = gd.clientWidth || fl.width;
+    if (!width || width >= 600 || gd.__bookStacked || !fl._size) return u;
+    if ((gd.layout.sliders || []).length) return u;
+    if ((gd.data || []).some(function (t) { return t.showscale === true || (t.marker && t.marker.showscale); })) return u;
+    var xs = axisNames(gd).filter(function (n) { return n[0] === "x"; }).map(function (n) {
+      var ax = fl[n];
+      return {name: n, dom: ax.domain.slice(), y: "yaxis" + n.slice(5)};
+    });
+    if (xs.length < 2 || xs.length > 3) return u;
+    var y0 = null, row = true;
+    xs.forEach(function (x) {
+      var ya = fl[x.y];
+      if (!ya || !ya.domain) { row = false; return; }
+      var d = ya.domain;
+      if (y0 === null) y0 = d;
+      else if (Math.abs(d[0] - y0[0]) > 0.02 || Math.abs(d[1] - y0[1]) > 0.02) row = false;
+    });
+    if (!row) return u;
+    xs.sort(function (a, b) { return a.dom[0] - b.dom[0]; });
+    for (var k = 1; k < xs.length; k++) if (xs[k].dom[0] < xs[k - 1].dom[1]) return u;
+    var n = xs.length, dom = fl[xs[0].y].domain, yTop = dom[1], H = fl._size.h;
+    var plotH = H * (dom[1] - dom[0]), gapPx = 120;   // x ticks, x title, next subplot title
+    var above = H * (1 - dom[1]), below = H * dom[0];
+    var H2 = above + n * plotH + (n - 1) * gapPx + below;
+    xs.forEach(function (x, i) {
+      var top = above + i * (plotH + gapPx);
+      u[x.name + ".domain"] = [0, 1];
+      u[x.y + ".domain"] = [1 - (top + plotH) / H2, 1 - top / H2];
+      x.top = 1 - top / H2;
+    });
+    (gd.layout.annotations || []).forEach(function (a, i) {
+      if (a.xref !== "paper" || a.yref !== "paper" || a.showarrow !== false) return;
+      if (!(a.y >= yTop - 0.01)) return;
+      var col = xs.filter(function (x) { return a.x >= x.dom[0] - 0.01 && a.x <= x.dom[1] + 0.01; })[0];
+      if (!col) return;
+      u["annotations[" + i + "].x"] = 0.5;
+      u["annotations[" + i + "].xanchor"] = "center";
+      u["annotations[" + i + "].y"] = col.top;
+      u["annotations[" + i + "].yanchor"] = "bottom";
+    });
+    u.height = Math.ceil(fl.height + H2 - H);
+    gd.__bookStacked = true;
     return u;
   }
 
@@ -206,7 +302,11 @@
       Object.assign(u, themeUpdate(gd));
       gd.__bookTheme = mode();
     }
-    if (gd.__bookWidth !== key) Object.assign(u, wrapUpdate(gd));
+    if (gd.__bookWidth !== key) {
+      var st = stackUpdate(gd), wr = wrapUpdate(gd);
+      if (st.height && wr.height) wr.height = st.height + wr.height - gd._fullLayout.height;
+      Object.assign(u, st, wr);
+    }
     gd.__bookWidth = key;
     if (Object.keys(u).length) {
       gd.__bookBusy = true;

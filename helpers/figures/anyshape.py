@@ -14,6 +14,7 @@ from plotly.subplots import make_subplots
 
 from helpers.models import anyshape as model
 
+from . import style
 from .style import GROUP_COLORS, model_note
 
 DTYPE_COLORS = {"float16": GROUP_COLORS[0], "bfloat16": GROUP_COLORS[1]}
@@ -32,7 +33,7 @@ def strategy_figure(recs: list, where: str, title: str = "Ratio to cuBLAS, same 
         fig.add_trace(go.Bar(
             y=[f"{r['title']} @ {'x'.join(map(str, r['shape']))}" for r in rs], x=[r["ratio"] for r in rs],
             orientation="h", name=dt, marker_color=DTYPE_COLORS.get(dt),
-            text=[f"{r['ratio']:.2f}" for r in rs], textposition="outside", cliponaxis=False,
+            text=[style.ratio_text(r['ratio']) for r in rs], textposition="outside", cliponaxis=False,
             customdata=[[r["value"], r["reference_value"], r.get("note") or ""] for r in rs],
             hovertemplate="%{y}<br>%{customdata[0]} TFLOP/s, cuBLAS %{customdata[1]}<br>%{customdata[2]}<extra></extra>"))
     fig.add_vline(x=1.0, line_dash="dash", line_color="gray")

@@ -14,6 +14,7 @@ from helpers.models import hopper as model
 from helpers.runtime.bench import where
 
 from .schedules import stage_bar, stage_color
+from . import style
 from .style import GROUP_COLORS, discrete_scale, model_note
 
 
@@ -101,7 +102,7 @@ def ladder_figure(recs: list, title: str = "The Hopper ladder", pipe: dict | Non
         fig.add_trace(go.Bar(
             x=[r.get("rung_label", r["title"]) for r in rs], y=[r["ratio"] for r in rs],
             name=f"{dt} {shape[0]}x{shape[1]}x{shape[2]}",
-            text=[f"{r['ratio']:.2f}" for r in rs], textposition="outside",
+            text=[style.ratio_text(r['ratio']) for r in rs], textposition="outside",
             hovertext=[f"{r['title']}<br>{r['value']:.0f} TFLOP/s, cuBLAS {r['reference_value']:.0f}" for r in rs],
             hoverinfo="text+y"))
     if pipe:

@@ -32,7 +32,8 @@ def bar(recs: list, title: str):
     fig = go.Figure(go.Bar(x=[r["title"] for r in ok], y=[r["ratio"] for r in ok], marker_color=style.BAR,
                            text=[f"{r['value']:.0f} {r['metric']}" if r["value"] >= 10 else f"{r['value']:.2f} {r['metric']}"
                                  for r in ok], textposition="outside",
-                           hovertext=[f"{r['params']}, {r['ms']} ms" if r.get("ms") else str(r["params"]) for r in ok],
+                           hovertext=[f"{style.params_text(r['params'])}, {r['ms']} ms" if r.get("ms")
+                                      else style.params_text(r["params"]) for r in ok],
                            hoverinfo="x+y+text"))
     fig.update_layout(title=dict(text=f"{title}<br><sup>{where(recs)}</sup>", x=0.01),
                       yaxis=dict(title=f"fraction of {ref} (same run)", rangemode="tozero"),

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from helpers.runtime.roofline import intensity_kernel, intensity_min
 
-from . import show
+from . import show, style
 
 
 def show_ceilings(ceil: dict) -> None:
@@ -89,7 +89,7 @@ def figure(recs: list, ceil: dict, title: str = "Roofline", measured: dict | Non
         i_k = intensity_kernel(r["kernel"], r["params"], shape)
         label = r.get("title", r["kernel"])
         hover = (f"{label}<br>{r['value']:.2f} TFLOP/s, {r['ratio']:.3f} of cuBLAS"
-                 f"<br>params {r['params']}<br>shape {shape}")
+                 f"<br>{style.params_text(r['params'])}<br>shape {shape}")
         i_m = (measured or {}).get((r["kernel"], tuple(shape)))
         pts = ([(i_m, "diamond", 12, f"<br>measured intensity (DRAM bytes counted by ncu): {i_m:.1f} FLOP/B")]
                if i_m else [])

@@ -40,7 +40,10 @@ def stage_bar(rows: list, start: list, end: list, text: list, color, custom: lis
     white edge; ``pattern``: a fill pattern per bar ("/" for copies in flight, "" for solid)."""
     marker = dict(color=color, line=dict(width=1, color="white"))
     if pattern is not None:
-        marker["pattern"] = dict(shape=pattern, fgcolor="white", fgopacity=0.55, size=6, solidity=0.35)
+        # "replace": each bar's colour is the pattern's background (Plotly's default
+        # "overlay" takes a list of bar colours for one colour and warns)
+        marker["pattern"] = dict(shape=pattern, fgcolor="white", fgopacity=0.55, size=6, solidity=0.35,
+                                 fillmode="replace")
     return go.Bar(y=rows, x=[e - s for s, e in zip(start, end)], base=start, orientation="h", name=name,
                   marker=marker, text=text, textposition="inside", insidetextanchor="middle",
                   customdata=custom, hovertemplate=hover + "<extra></extra>")

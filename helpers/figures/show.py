@@ -190,6 +190,9 @@ def source(file: str, entry: str | None = None) -> None:
 
     Output: Markdown, a caption line naming the file (and entry) and a
     fenced ```` ```cuda ```` block, so JupyterLab and the book both highlight it.
+    A listing of more than :data:`OPEN_LINES` lines (60) is folded instead: a
+    ``<details>`` block whose summary names the file, the entry and the number of
+    lines, so that the page reads as prose with the code one click away.
     Raises FileNotFoundError for an unknown file, ValueError for an unknown entry.
     """
     _markdown(source_markdown(file, entry))
@@ -220,12 +223,23 @@ def local_includes(file: str) -> list[str]:
     return out
 
 
+# A listing longer than this many lines is shown folded (:func:`source`).
+OPEN_LINES = 60
+
+
 def source_markdown(file: str, entry: str | None = None) -> str:
     """The Markdown :func:`source` displays (exposed for tests)."""
     text = _kernel_text(file)
     code = extract_entry(text, entry) if entry else text.rstrip()
     where = f"`kernels/{file}`" + (f", `{entry}`" if entry else "")
-    out = f"{where}\n\n{_code_block(code)}"
+    n = code.count("\n") + 1
+    if n > OPEN_LINES:
+        # prose first: a long listing is one click away, folded, never open in the page
+        what = f"<code>{html.escape(entry)}</code> in " if entry else "the whole of "
+        out = (f"<details class=\"book-listing\">\n<summary>{what}<code>kernels/{html.escape(file)}</code>"
+               f" ({n} lines): open to read</summary>\n\n{_code_block(code)}\n</details>\n")
+    else:
+        out = f"{where}\n\n{_code_block(code)}"
     if not entry:
         for inc in local_includes(file):
             out += (f"\n<details>\n<summary><code>kernels/{inc}</code>, included by <code>kernels/{file}</code>"
@@ -246,6 +260,11 @@ def _cell(v) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
 
+# A numeric column whose key or header says "ratio" (or "x cuBLAS") is printed with
+# style.ratio_text: three significant figures in every table of the book.
+_RATIO_COLUMN = re.compile(r"ratio|[x×] cuBLAS|of cuBLAS", re.I)
+
+
 def table_markdown(rows: Sequence[Mapping], columns: Iterable, caption: str) -> str:
     """The Markdown :func:`table` displays (exposed for tests)."""
     if not caption or not str(caption).strip():
@@ -258,11 +277,13 @@ def table_markdown(rows: Sequence[Mapping], columns: Iterable, caption: str) -> 
     numeric = [all(isinstance(r.get(k), (int, float)) and not isinstance(r.get(k), bool)
                    for r in rows if r.get(k) is not None) and any(r.get(k) is not None for r in rows)
                for k, _ in cols]
+    ratio = [num and bool(_RATIO_COLUMN.search(f"{k} {h}")) for (k, h), num in zip(cols, numeric)]
     out = [f"*{caption.strip()}*", "",
            "| " + " | ".join(_cell(h) for _, h in cols) + " |",
            "|" + "|".join("---:" if num else "---" for num in numeric) + "|"]
     for r in rows:
-        out.append("| " + " | ".join(_cell(r.get(k)) for k, _ in cols) + " |")
+        out.append("| " + " | ".join(style.ratio_text(r.get(k)) if is_ratio and r.get(k) is not None
+                                     else _cell(r.get(k)) for (k, _), is_ratio in zip(cols, ratio)) + " |")
     return "\n".join(out) + "\n"
 
 
@@ -273,7 +294,9 @@ def table(rows: Sequence[Mapping], columns: Iterable, caption: str) -> None:
         rows: a list of dicts, one per table row.
         columns: the keys to show, in order: a list of keys, a list of
             ``(key, header)`` pairs, or a dict ``{key: header}``. Missing
-            values are blank; floats get 4 significant digits; lists and
+            values are blank; floats get 4 significant digits, ratios (a numeric
+            column whose key or header says "ratio", "x cuBLAS" or "of cuBLAS") 3
+            (:func:`helpers.figures.style.ratio_text`); lists and
             tuples (shapes) are written ``4096 x 4096``; numeric columns are
             right-aligned.
         caption: what the numbers are and where they were measured, e.g.

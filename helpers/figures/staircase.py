@@ -23,6 +23,7 @@ import plotly.graph_objects as go
 from helpers.runtime import results
 from helpers.runtime.bench import where
 
+from . import style
 from .style import AXIS_LINE, FONT, GRID, GROUP_COLORS
 
 DTYPE_COLORS = {"float32": GROUP_COLORS[0], "float16": GROUP_COLORS[1], "bfloat16": GROUP_COLORS[2]}
@@ -65,7 +66,7 @@ def staircase_figure(recs: list, ceilings: dict):
         fig.add_trace(go.Scatter(
             x=[str(r["chapter"]) for r in rs], y=[r["value"] for r in rs], mode="lines+markers+text",
             line=dict(shape="hv", color=DTYPE_COLORS.get(dt)), marker=dict(size=10), name=dt,
-            text=[f"{r['ratio']:.2f}×" for r in rs], textposition="top center",
+            text=[f"{style.ratio_text(r['ratio'])}×" for r in rs], textposition="top center",
             customdata=[[_name(r), r["reference_value"]] for r in rs],
             hovertemplate="heaven %{x}: %{customdata[0]}<br>%{y} TFLOP/s, cuBLAS %{customdata[1]}<extra></extra>"))
     xs = list(dict.fromkeys(str(r["chapter"]) for r in ok))
@@ -162,11 +163,11 @@ def staircase_svg(recs: list, ceilings: dict, narrow: bool = False) -> str:
         for r in rs:
             x, y = X(r["chapter"]), Y(r["value"])
             tip = (f"heaven {r['chapter']}: {_name(r)} ({dt}): {r['value']:.4g} TFLOP/s, "
-                   f"cuBLAS {r['reference_value']:.4g} in the same run ({r['ratio']:.2f}×)")
+                   f"cuBLAS {r['reference_value']:.4g} in the same run ({style.ratio_text(r['ratio'])}×)")
             out.append(f'<g><title>{_e(tip)}</title><circle cx="{x:.1f}" cy="{y:.1f}" r="{4.5 if narrow else 5.5}" '
                        f'fill="{col}" stroke="{col}"/>'
                        f'<text x="{x:.1f}" y="{y - 9:.1f}" text-anchor="middle" font-size="{fs - 1}" style="{_HALO}">'
-                       f'{r["ratio"]:.2f}×</text></g>')
+                       f'{style.ratio_text(r["ratio"])}×</text></g>')
     # the key, under the axis title
     cw = (x1 - 8) / cols
     for i, (label, dash, col) in enumerate(key):

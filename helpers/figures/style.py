@@ -183,6 +183,40 @@ def abbreviate(label, width: int = LABEL_WIDTH) -> str:
     return plain[:width - 1].rstrip() + "…"
 
 
+def params_text(params) -> str:
+    """A kernel's parameters as a reader reads them in a hover or a label:
+    ``{"BM": 128, "BN": 64}`` -> ``"BM=128 BN=64"`` (the full names, never a dict);
+    an empty dict or None -> ``"defaults"``."""
+    if not params:
+        return "defaults"
+    if not isinstance(params, dict):
+        return str(params)
+    return " ".join(f"{k}={v}" for k, v in params.items())
+
+
+def ratio_text(value) -> str:
+    """A ratio (to cuBLAS, to a copy) as the book prints it everywhere: three significant
+    figures, trailing zeros kept (``0.170``, ``0.0970``, ``1.01``, ``12.0``); None or NaN
+    as an empty string. Raises ValueError for a value that is not a number."""
+    if value is None:
+        return ""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"value: {value!r} is not a number (a ratio is printed from a number)") from None
+    if v != v:
+        return ""
+    s = f"{v:#.3g}"
+    return s[:-1] if s.endswith(".") else s
+
+
+def tick_label(label, width: int = LABEL_WIDTH) -> str:
+    """A category tick label of more than ``width`` visible characters, wrapped onto
+    lines of at most ``width`` at its spaces (:func:`wrap`), never cut: a bar must say
+    all of which configuration it is (``"STAGES=4 SWIZZLE=1 GROUP_M=8"``, three lines)."""
+    return wrap(str(label), width, width)
+
+
 def title_lines(text: str) -> tuple:
     """(lines in the title's own font, lines inside ``<sup>``) of a Plotly title."""
     main = sub = 0
@@ -279,8 +313,8 @@ def polish(fig: dict) -> dict:
     - the template (:func:`template`);
     - titles, and the titles a slider or button sets, wrapped (:func:`wrap`), with a
       top margin that holds the longest of them;
-    - slider labels and long category tick labels abbreviated (:func:`abbreviate`;
-      the data keep the full text, which the hover shows);
+    - slider labels abbreviated (:func:`abbreviate`; the data keep the full text, which
+      the hover shows), long category tick labels wrapped at their spaces (:func:`tick_label`);
     - heatmaps at equal aspect (unless an axis of theirs already has a ``scaleanchor``);
     - log axes labelled by :func:`log_ticks` (unless they set ``dtick`` or ``tickvals``);
     - a bar chart whose bars a slider recolours gets a key for its red bar when the
@@ -354,11 +388,17 @@ def polish(fig: dict) -> dict:
                 vals = [10.0 ** rng[0], 10.0 ** rng[1]]
             if vals:
                 ax.update(log_ticks(min(vals), max(vals)))
+        tv, tt = ax.get("tickvals"), ax.get("ticktext")
+        if (isinstance(tv, list) and isinstance(tt, list) and len(tv) == len(tt)
+                and any(isinstance(b, str) and b.endswith("…") and b != str(a) for a, b in zip(tv, tt))):
+            # labels an earlier style cut with an ellipsis: wrapped whole instead
+            ax["ticktext"] = [tick_label(a) if isinstance(b, str) and b.endswith("…") else b
+                              for a, b in zip(tv, tt)]
         if ax.get("tickvals") is None and ax.get("type") in (None, "category"):
             cats = list(dict.fromkeys(s for tr, c in uses if tr.get("type") in ("bar", "scatter", "box")
                                       for s in _strings(tr.get(c))))
             if cats and any(visible_len(s) > LABEL_WIDTH for s in cats):
-                ax.update(tickmode="array", tickvals=cats, ticktext=[abbreviate(s) for s in cats])
+                ax.update(tickmode="array", tickvals=cats, ticktext=[tick_label(s) for s in cats])
 
     # the red bar of a sweep drawn before the sweep figure had a legend entry for it: a bar
     # trace with one colour per bar, one of them red, that a slider step recolours

@@ -56,8 +56,11 @@ def figure(recs: list, names=None, title: str = ""):
 
     def head(i):
         return f"{title}: {labels[i]} -> {info(recs[i])}<br><sup>{wh}</sup>"
-    fig = go.Figure(go.Bar(x=labels, y=vals, marker_color=colors(best), showlegend=False,
-                           marker_pattern_shape=["/" if r.get("unable") else "" for r in recs],
+    unable = ["/" if r.get("unable") else "" for r in recs]
+    # a pattern only where some bar needs one, drawn over each bar's own colour ("replace":
+    # in Plotly's default "overlay" mode a list of bar colours is an invalid colour)
+    pattern = dict(shape=unable, fillmode="replace") if any(unable) else None
+    fig = go.Figure(go.Bar(x=labels, y=vals, marker=dict(color=colors(best), pattern=pattern), showlegend=False,
                            hovertext=[info(r) for r in recs], hoverinfo="x+text"))
     # the key: what the colours mean, and a star on the default configuration
     key = [(style.SELECTED_NAME, style.SELECTED), ("measured", style.BAR)]
