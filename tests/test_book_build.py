@@ -689,7 +689,8 @@ def test_phone_navigation_by_touch(book):
             link = page.locator("#pst-primary-sidebar-modal a.reference.internal[href*='07_mma_sync']").first
             assert link.is_visible(), "the opened navigation shows no link to chapter 7"
             link.tap()
-            page.wait_for_url(re.compile(r".*/07_mma_sync\.html.*"), timeout=10_000)
+            # the link was followed once the new page's document is parsed; its figures may load later
+            page.wait_for_url(re.compile(r".*/07_mma_sync\.html.*"), timeout=30_000, wait_until="domcontentloaded")
             # the search button takes a tap: nothing (a tooltip) lies over its centre
             page.locator(".bd-header-article .primary-toggle").tap()
             page.keyboard.press("Escape")
