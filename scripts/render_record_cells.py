@@ -6,7 +6,10 @@ Two kinds of cell show the same thing live and recorded, because no kernel runs 
   records (``results/*.json``), the catalog or a model; the prose quotes them with
   ``{glue:text}`name```;
 * model cells: tagged ``model-only`` (a figure or table drawn from a model or from the records,
-  such as the tile hierarchy or the split-K partition).
+  such as the tile hierarchy or the split-K partition);
+* exercise check cells (``exercises.check(...)``): without live controls (no GPU, or the batch
+  run that writes the book's outputs) they run nothing and show the recorded check of every
+  file of the exercise (``results/<gpu>-exercises.json``).
 
 After a re-recording, a new glue value or a new model figure, their committed outputs are
 stale or missing. This script executes the notebook in recorded mode (``GEMM_BOOK_FORCE_RECORDED=1``,
@@ -40,6 +43,8 @@ MEASURING = re.compile(r"\b(bench\.|show_timings|measure\(|running\(|show_sweep|
 
 
 def _rendered(cell) -> bool:
+    if cell.cell_type == "code" and cell.source.lstrip().startswith("exercises.check("):
+        return True
     tags = cell.get("metadata", {}).get("tags", [])
     if cell.cell_type != "code" or not any(t in tags for t in TAGS):
         return False
