@@ -169,6 +169,17 @@
           dom = Math.min(dom, ax.domain[1] - ax.domain[0]);
         }
       });
+      // ... or, where it is wider, the room up to halfway to the next title of its row
+      var left = -(fl.margin.l || 0) / plotW, right = 1 + (fl.margin.r || 0) / plotW;
+      (gd.layout.annotations || []).forEach(function (b) {
+        if (b === a || b.showarrow !== false || b.xref !== "paper" || b.yanchor !== "bottom"
+            || Math.abs((b.y || 0) - (a.y || 0)) > 0.02) return;
+        if (b.x < a.x) left = Math.max(left, (a.x + b.x) / 2);
+        else if (b.x > a.x) right = Math.min(right, (a.x + b.x) / 2);
+      });
+      var room = a.xanchor === "left" ? right - a.x : a.xanchor === "right" ? a.x - left
+        : 2 * Math.min(a.x - left, right - a.x);
+      dom = Math.max(dom, Math.min(room, 1));
       var fs = (a.font && a.font.size) || (fl.font && fl.font.size) || 13;
       var w = wrap(a.text, Math.floor(dom * plotW / (0.56 * fs)));
       if (w !== a.text) u["annotations[" + i + "].text"] = w;
@@ -349,12 +360,77 @@
     if (h && to > from) u.height = Math.ceil(h + to - from);
   }
 
+  /* Tick labels of one axis that overlap (dense ticks on a short equal-aspect panel, a
+   * narrow screen): measured, the axis gets fewer ticks (auto ticks: nticks halved;
+   * listed ticks: every other one kept). */
+  function boxesOverlap(a, b) {
+    var w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+    var h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+    return w > 1 && h > 1;
+  }
+
+  function tickUpdate(gd) {
+    var fl = gd._fullLayout, u = {};
+    axisNames(gd).forEach(function (n) {
+      var ax = fl[n];
+      if (!ax || !ax._id || ax.showticklabels === false) return;
+      var boxes = [];
+      gd.querySelectorAll("." + ax._id + "tick text").forEach(function (t) {
+        var r = t.getBoundingClientRect();
+        if (r.width && r.height && t.textContent.trim()) boxes.push(r);
+      });
+      var hit = false;
+      for (var i = 0; i < boxes.length && !hit; i++)
+        for (var j = i + 1; j < boxes.length && !hit; j++) if (boxesOverlap(boxes[i], boxes[j])) hit = true;
+      if (!hit || boxes.length < 3) return;
+      var lay = gd.layout[n] || {};
+      if (lay.tickmode === "array" && Array.isArray(lay.tickvals)) {
+        var keep = function (v, k) { return k % 2 === 0; };
+        u[n + ".tickvals"] = lay.tickvals.filter(keep);
+        if (Array.isArray(lay.ticktext)) u[n + ".ticktext"] = lay.ticktext.filter(keep);
+      } else {
+        u[n + ".nticks"] = Math.max(2, Math.floor(boxes.length / 2));
+      }
+    });
+    return u;
+  }
+
+  /* A legend under the plot: below the x tick labels and axis titles (rotated or wrapped
+   * ones reach lower than the legend's place), the figure taller by as much. */
+  function legendUpdate(gd) {
+    var fl = gd._fullLayout, u = {};
+    var lg = gd.querySelector(".legend");
+    if (!lg || !fl.showlegend || !fl.legend || !(fl.legend.y < 0) || !fl._size || !fl._size.h) return u;
+    var lb = lg.getBoundingClientRect();
+    if (!lb.height) return u;
+    var low = -Infinity;
+    gd.querySelectorAll(".xaxislayer-above text, .g-xtitle text, .xtitle, .infolayer .g-xtitle text").forEach(function (t) {
+      var r = t.getBoundingClientRect();
+      if (r.height && r.left < lb.right && r.right > lb.left) low = Math.max(low, r.bottom);
+    });
+    if (!(low + 4 > lb.top)) return u;
+    var d = Math.ceil(low + 6 - lb.top);
+    u["legend.y"] = fl.legend.y - d / fl._size.h;
+    u["legend.yanchor"] = "top";
+    grow(gd, u, "margin.b", fl.margin.b || 0, (fl.margin.b || 0) + d);
+    return u;
+  }
+
   function fitSliders(gd) {
+    gd.__bookFits = (gd.__bookFits || 0) + 1;
     var u = sliderUpdate(gd);
     var v = clearTitleUpdate(gd);
     if (u.height && v.height) v.height += u.height - gd._fullLayout.height;
     Object.assign(u, v);
-    relayout(gd, u);
+    if (gd.__bookFits <= 6) {
+      Object.assign(u, tickUpdate(gd));
+      var w = legendUpdate(gd);
+      if (u.height && w.height) w.height += u.height - gd._fullLayout.height;
+      Object.assign(u, w);
+    }
+    var p = relayout(gd, u);
+    // what the relayout moved is measured again (a few rounds at most)
+    if (p && p.then && gd.__bookFits <= 6) p.then(function () { fitSliders(gd); });
   }
 
   /* Plotly.relayout; a div whose height plotly.io wrote in its style (the figure's, or
@@ -400,6 +476,9 @@
   var resizeTimer = null;
   window.addEventListener("resize", function () {
     clearTimeout(resizeTimer);
-    resizeTimer = setTimeout(function () { applyAll(false); }, 200);
+    resizeTimer = setTimeout(function () {
+      graphs().forEach(function (gd) { gd.__bookFits = 0; });
+      applyAll(false);
+    }, 200);
   });
 })();

@@ -306,6 +306,12 @@ def _title_text(t) -> str:
     return t or ""
 
 
+def _worded_cells(tr: dict) -> bool:
+    """A heatmap whose cell text has words besides its values (``"lane %{z}"``)."""
+    tt = tr.get("texttemplate")
+    return isinstance(tt, str) and bool(re.search(r"[A-Za-z]{2,}", re.sub(r"%\{[^}]*\}", "", tt)))
+
+
 def polish(fig: dict) -> dict:
     """Put a figure (a dict with ``data`` and ``layout``, as ``fig.to_plotly_json()``) in
     the book's style; changes ``fig["layout"]`` only (in place, and returns it):
@@ -353,6 +359,15 @@ def polish(fig: dict) -> dict:
         if steps and len(steps) * max(visible_len(str(st.get("label", ""))) for st in steps) > SLIDER_CHARS:
             for k, st in enumerate(steps):
                 st["label"] = str(k + 1)
+    # the roofline's key, which figures drawn before it moved put under the x axis title
+    # (where it ran past the figure's edge): above the plot, where it wraps
+    for a in lay.get("annotations") or []:
+        if (isinstance(a.get("text"), str) and a["text"].startswith("diamond: measured DRAM traffic")
+                and a.get("yref") == "paper" and (a.get("y") or 0) < 0):
+            a.update(x=0, y=1, xanchor="left", yanchor="bottom", align="left")
+            m = lay.get("margin") or {}
+            if m.get("b") == 80:
+                m["b"] = 50
     # notes and subplot titles just above the top plots sit in the top margin too
     top = 0
     for a in lay.get("annotations") or []:
@@ -375,6 +390,13 @@ def polish(fig: dict) -> dict:
         on.setdefault(ya, []).append((tr, "y"))
         if tr.get("type") == "heatmap":
             xl, yl = lay.setdefault(xa, {}), lay.setdefault(ya, {})
+            if _worded_cells(tr):
+                # cells that carry words ("lane 17"): as wide as the panel allows, not square
+                if yl.get("scaleanchor") == "x" + xa[5:]:
+                    yl.pop("scaleanchor")
+                    yl.pop("constrain", None)
+                    xl.pop("constrain", None)
+                continue
             if not xl.get("scaleanchor") and not yl.get("scaleanchor"):
                 yl["scaleanchor"] = "x" + xa[5:]
                 yl.setdefault("constrain", "domain")
