@@ -382,14 +382,14 @@
       var hit = false;
       for (var i = 0; i < boxes.length && !hit; i++)
         for (var j = i + 1; j < boxes.length && !hit; j++) if (boxesOverlap(boxes[i], boxes[j])) hit = true;
-      if (!hit || boxes.length < 3) return;
+      if (!hit || boxes.length < 2) return;
       var lay = gd.layout[n] || {};
       if (lay.tickmode === "array" && Array.isArray(lay.tickvals)) {
         var keep = function (v, k) { return k % 2 === 0; };
         u[n + ".tickvals"] = lay.tickvals.filter(keep);
         if (Array.isArray(lay.ticktext)) u[n + ".ticktext"] = lay.ticktext.filter(keep);
       } else {
-        u[n + ".nticks"] = Math.max(2, Math.floor(boxes.length / 2));
+        u[n + ".nticks"] = Math.max(1, Math.floor(boxes.length / 2));
       }
     });
     return u;
@@ -416,6 +416,72 @@
     return u;
   }
 
+  /* Text past the figure's left or right edge (a rotated tick label of the last bar, a
+   * long legend entry): the margin on that side grows by the overshoot; past the bottom:
+   * the figure grows. Notes that overlap one another: the later one moves up. */
+  function edgeUpdate(gd) {
+    var fl = gd._fullLayout, u = {}, svg = gd.querySelector(".main-svg");
+    if (!svg || !fl.margin) return u;
+    var box = svg.getBoundingClientRect(), l = 0, r = 0, b = 0;
+    gd.querySelectorAll("svg text").forEach(function (t) {
+      if (t.closest(".hoverlayer") || !t.textContent.trim()) return;
+      var q = t.getBoundingClientRect();
+      if (!q.width) return;
+      l = Math.max(l, box.left - q.left); r = Math.max(r, q.right - box.right); b = Math.max(b, q.bottom - box.bottom);
+    });
+    if (l > 1) u["margin.l"] = Math.ceil((fl.margin.l || 0) + l + 4);
+    if (r > 1) u["margin.r"] = Math.ceil((fl.margin.r || 0) + r + 4);
+    if (b > 1) grow(gd, u, "margin.b", fl.margin.b || 0, Math.ceil((fl.margin.b || 0) + b + 4));
+    // a y axis title over the panel to its left (side-by-side panels on a narrow screen):
+    // its panel moves right by the overlap
+    var all = [];
+    gd.querySelectorAll("svg text").forEach(function (t) {
+      if (!t.closest(".hoverlayer") && t.textContent.trim()) all.push(t);
+    });
+    axisNames(gd).forEach(function (n) {
+      if (n[0] !== "y") return;
+      var ax = fl[n], tt = gd.querySelector(".g-" + ax._id + "title text");
+      if (!tt || !ax.anchor || ax.anchor === "free") return;
+      var tr = tt.getBoundingClientRect(), over = 0;
+      all.forEach(function (t) {
+        if (tt.contains(t) || t.contains(tt)) return;
+        var q = t.getBoundingClientRect();
+        if (boxesOverlap(tr, q)) over = Math.max(over, q.right - tr.left);
+      });
+      var xn = "xaxis" + ax.anchor.slice(1), xl = gd.layout[xn] || {}, dom = xl.domain || (fl[xn] && fl[xn].domain);
+      if (!over || !dom || !fl._size.w || dom[0] < 0.02) return;
+      var dx = Math.min((over + 4) / fl._size.w, 1 - dom[1] + (dom[1] - dom[0]) * 0.5);
+      u[xn + ".domain"] = [Math.min(dom[0] + dx, dom[1] - 0.05), Math.min(1, dom[1] + dx)];
+    });
+    var notes = [];
+    gd.querySelectorAll(".infolayer .annotation").forEach(function (e) {
+      var i = +e.getAttribute("data-index"), q = e.getBoundingClientRect();
+      if (q.height && !isNaN(i)) notes.push({i: i, r: q});
+    });
+    for (var i = 0; i < notes.length; i++) for (var j = i + 1; j < notes.length; j++) {
+      var A = notes[i], B = notes[j];
+      if (!boxesOverlap(A.r, B.r)) continue;
+      var lay = (gd.layout.annotations || [])[B.i] || {};
+      var d = Math.ceil(Math.min(A.r.bottom, B.r.bottom) - Math.max(A.r.top, B.r.top) + 3);
+      u["annotations[" + B.i + "].yshift"] = (lay.yshift || 0) + (B.r.top <= A.r.top ? d : -d) * -1 * -1;
+    }
+    return u;
+  }
+
+  /* Heatmap cells too small for the numbers written in them (a narrow screen): the
+   * numbers are left out (the hover still gives each cell's value). */
+  function cellTextUpdate(gd) {
+    var fl = gd._fullLayout, idx = [];
+    if (!gd.data) return;
+    gd.data.forEach(function (tr, k) {
+      if (tr.type !== "heatmap" || !tr.texttemplate || !tr.z || !tr.z.length) return;
+      var xa = fl["xaxis" + ((tr.xaxis || "x").slice(1))];
+      var cols = (tr.z[0] && tr.z[0].length) || 1;
+      if (xa && xa._length && xa._length / cols < 13) idx.push(k);
+    });
+    if (idx.length) window.Plotly.restyle(gd, {texttemplate: ""}, idx);
+  }
+
   function fitSliders(gd) {
     gd.__bookFits = (gd.__bookFits || 0) + 1;
     var u = sliderUpdate(gd);
@@ -424,6 +490,10 @@
     Object.assign(u, v);
     if (gd.__bookFits <= 6) {
       Object.assign(u, tickUpdate(gd));
+      var e = edgeUpdate(gd);
+      if (u.height && e.height) e.height += u.height - gd._fullLayout.height;
+      Object.assign(u, e);
+      cellTextUpdate(gd);
       var w = legendUpdate(gd);
       if (u.height && w.height) w.height += u.height - gd._fullLayout.height;
       Object.assign(u, w);
