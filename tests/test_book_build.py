@@ -859,9 +859,6 @@ def figure_text_defects(url: str, viewport: dict, settle_ms: int = 1500) -> list
 
 
 @pytest.mark.full
-@pytest.mark.xfail(strict=False, reason="issue #24: figures drawn before the shared style was repaired "
-                   "still have overlapping or overflowing text until the notebooks are re-executed; "
-                   "the failure lists them")
 @pytest.mark.parametrize("viewport", [{"width": 1280, "height": 900}, NARROW], ids=["1280px", "412px"])
 def test_figure_text_fits_and_does_not_overlap(book, request, viewport):
     """Every figure of the book, at 1280 px and at 412 px: no SVG text element leaves the

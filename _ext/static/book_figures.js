@@ -262,7 +262,7 @@
     xs.sort(function (a, b) { return a.dom[0] - b.dom[0]; });
     for (var k = 1; k < xs.length; k++) if (xs[k].dom[0] < xs[k - 1].dom[1]) return u;
     var n = xs.length, dom = fl[xs[0].y].domain, yTop = dom[1], H = fl._size.h;
-    var plotH = H * (dom[1] - dom[0]), gapPx = 120;   // x ticks, x title, next subplot title
+    var plotH = H * (dom[1] - dom[0]), gapPx = 170;   // x ticks, x title (wrapped), next subplot title (wrapped)
     var above = H * (1 - dom[1]), below = H * dom[0];
     var H2 = above + n * plotH + (n - 1) * gapPx + below;
     xs.forEach(function (x, i) {
@@ -293,7 +293,7 @@
     if (!gd.layout.sliders || !fl._size) return u;
     var box = gd.getBoundingClientRect();
     var plotBottom = box.top + fl._size.t + fl._size.h, low = plotBottom;
-    gd.querySelectorAll(".xaxislayer-above text, .g-xtitle text, .xtitle").forEach(function (t) {
+    gd.querySelectorAll(".xaxislayer-above text, .infolayer [class^='g-x'] text, .xtitle").forEach(function (t) {
       low = Math.max(low, t.getBoundingClientRect().bottom);
     });
     (gd.layout.sliders || []).forEach(function (sl, i) {
@@ -342,7 +342,7 @@
     var tb = t.getBoundingClientRect();
     if (!tb.height) return {};
     var box = gd.getBoundingClientRect(), plotTop = box.top + fl._size.t, top = plotTop;
-    gd.querySelectorAll(".legend, .infolayer .annotation").forEach(function (e) {
+    gd.querySelectorAll(".legend, .infolayer .annotation, .updatemenu-header-group").forEach(function (e) {
       var r = e.getBoundingClientRect();
       if (r.height && r.top < plotTop) top = Math.min(top, r.top);
     });
@@ -404,7 +404,7 @@
     var lb = lg.getBoundingClientRect();
     if (!lb.height) return u;
     var low = -Infinity;
-    gd.querySelectorAll(".xaxislayer-above text, .g-xtitle text, .xtitle, .infolayer .g-xtitle text").forEach(function (t) {
+    gd.querySelectorAll(".xaxislayer-above text, .infolayer [class^='g-x'] text, .xtitle").forEach(function (t) {
       var r = t.getBoundingClientRect();
       if (r.height && r.left < lb.right && r.right > lb.left) low = Math.max(low, r.bottom);
     });
