@@ -11,6 +11,12 @@
  * is wrapped at a space (a <br>), and the margin grows to hold it; a title that a
  * slider sets is wrapped when the slider sets it. Reference lines drawn in a dark ink
  * take the theme's colour.
+ *
+ * Fit (measured once the figure is drawn, at any width, a few rounds at most): tick
+ * labels that overlap are thinned, a legend or a slider under the plot moves below the
+ * x tick labels and axis titles, text past an edge gets margin, overlapping notes move
+ * apart, heatmap numbers too big for their cells are left to the hover. Every change is
+ * to the layout as the page draws it; the committed figure data stay as they are.
  */
 (function () {
   "use strict";
@@ -418,7 +424,9 @@
 
   /* Text past the figure's left or right edge (a rotated tick label of the last bar, a
    * long legend entry): the margin on that side grows by the overshoot; past the bottom:
-   * the figure grows. Notes that overlap one another: the later one moves up. */
+   * the figure grows. Notes that overlap one another: the later one moves away from the
+   * earlier (up when it is the higher of the two, else down); a y axis title over the
+   * panel to its left moves its panel right. */
   function edgeUpdate(gd) {
     var fl = gd._fullLayout, u = {}, svg = gd.querySelector(".main-svg");
     if (!svg || !fl.margin) return u;
@@ -463,7 +471,7 @@
       if (!boxesOverlap(A.r, B.r)) continue;
       var lay = (gd.layout.annotations || [])[B.i] || {};
       var d = Math.ceil(Math.min(A.r.bottom, B.r.bottom) - Math.max(A.r.top, B.r.top) + 3);
-      u["annotations[" + B.i + "].yshift"] = (lay.yshift || 0) + (B.r.top <= A.r.top ? d : -d) * -1 * -1;
+      u["annotations[" + B.i + "].yshift"] = (lay.yshift || 0) + (B.r.top <= A.r.top ? d : -d);
     }
     return u;
   }
