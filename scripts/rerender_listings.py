@@ -1,6 +1,6 @@
 """Re-render the kernel listings of committed notebooks from kernels/ as they are now.
 
-A code cell that is exactly ``show.source("<file>"[, "<entry>"])`` displays the kernel
+A code cell that is exactly ``show.source("<file>"[, "<entry>"][, folded=True])`` displays the kernel
 file (or one entry of it); after a kernel edit its committed output is stale
 (tests/test_helpers.py::test_committed_kernel_listings_match_the_kernel_files says
 which). This rewrites those outputs only, with ``show.source_markdown`` (what the cell
@@ -17,7 +17,7 @@ import nbformat
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers.figures import show
 
-CELL = re.compile(r'show\.source\("([^"]+)"(?:, "([^"]+)")?\)\s*')
+CELL = re.compile(r'show\.source\("([^"]+)"(?:, "([^"]+)")?(, folded=True)?\)\s*')
 
 
 def rerender(path: str) -> int:
@@ -26,7 +26,7 @@ def rerender(path: str) -> int:
     for c in nb.cells:
         m = CELL.fullmatch(c.source)
         if c.cell_type == "code" and m and c.get("outputs"):
-            new = show.source_markdown(m.group(1), m.group(2))
+            new = show.source_markdown(m.group(1), m.group(2), folded=bool(m.group(3)))
             if c.outputs[0]["data"].get("text/markdown") != new:
                 c.outputs[0]["data"]["text/markdown"] = new
                 n += 1

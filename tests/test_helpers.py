@@ -267,10 +267,11 @@ def test_committed_kernel_listings_match_the_kernel_files():
     stale = []
     for f in sorted(glob.glob(str(Path(__file__).resolve().parent.parent / "book" / "*.ipynb"))):
         for c in json.load(open(f))["cells"]:
-            m = re.fullmatch(r'show\.source\("([^"]+)"(?:, "([^"]+)")?\)\s*', "".join(c["source"]))
+            m = re.fullmatch(r'show\.source\("([^"]+)"(?:, "([^"]+)")?(, folded=True)?\)\s*',
+                             "".join(c["source"]))
             if c["cell_type"] == "code" and m and c.get("outputs"):
                 got = "".join(c["outputs"][0]["data"]["text/markdown"])
-                if got != show.source_markdown(m.group(1), m.group(2)):
+                if got != show.source_markdown(m.group(1), m.group(2), folded=bool(m.group(3))):
                     stale.append(f"{Path(f).name}: {m.group(0).strip()}")
     assert not stale, "re-execute (or re-render) these listings: " + "; ".join(stale)
 

@@ -176,7 +176,7 @@ def extract_entry(text: str, entry: str) -> str:
     return (comment + "\n" if comment else "") + text[m.start():end].rstrip()
 
 
-def source(file: str, entry: str | None = None) -> None:
+def source(file: str, entry: str | None = None, folded: bool = False) -> None:
     """Display CUDA source from ``kernels/<file>`` as a highlighted code block.
 
     Args:
@@ -187,6 +187,8 @@ def source(file: str, entry: str | None = None) -> None:
             followed by each local header it includes (directly or through
             another header, each once, in the order the compiler reads them),
             folded: a ``<details>`` block the reader opens.
+        folded: show the listing folded whatever its length (a listing that would
+            otherwise come before the prose and the first figure of its page).
 
     Output: Markdown, a caption line naming the file (and entry) and a
     fenced ```` ```cuda ```` block, so JupyterLab and the book both highlight it.
@@ -195,7 +197,7 @@ def source(file: str, entry: str | None = None) -> None:
     lines, so that the page reads as prose with the code one click away.
     Raises FileNotFoundError for an unknown file, ValueError for an unknown entry.
     """
-    _markdown(source_markdown(file, entry))
+    _markdown(source_markdown(file, entry, folded))
 
 
 def _code_block(code: str) -> str:
@@ -227,13 +229,14 @@ def local_includes(file: str) -> list[str]:
 OPEN_LINES = 60
 
 
-def source_markdown(file: str, entry: str | None = None) -> str:
-    """The Markdown :func:`source` displays (exposed for tests)."""
+def source_markdown(file: str, entry: str | None = None, folded: bool = False) -> str:
+    """The Markdown :func:`source` displays (exposed for tests); ``folded``: a
+    ``<details>`` block whatever the listing's length."""
     text = _kernel_text(file)
     code = extract_entry(text, entry) if entry else text.rstrip()
     where = f"`kernels/{file}`" + (f", `{entry}`" if entry else "")
     n = code.count("\n") + 1
-    if n > OPEN_LINES:
+    if folded or n > OPEN_LINES:
         # prose first: a long listing is one click away, folded, never open in the page
         what = f"<code>{html.escape(entry)}</code> in " if entry else "the whole of "
         out = (f"<details class=\"book-listing\">\n<summary>{what}<code>kernels/{html.escape(file)}</code>"
