@@ -130,7 +130,7 @@ def zoo_figure(rows: list, where: str):
         z[i, j] = math.log2(r["ratio"]) if r.get("ratio") else np.nan
         mark = " ★" if (r.get("ratio") or 0) > 1 else ""
         ring = "" if r.get("within 3% of best") else " ○"
-        text[i][j] = f"{_short(r['plan'])}<br>{r['ratio']:.2f}{mark}{ring}" if r.get("ratio") else "-"
+        text[i][j] = f"{_short(r['plan'])}<br>{style.ratio_text(r['ratio'])}{mark}{ring}" if r.get("ratio") else "-"
         hover[i][j] = (f"{r['M']} x {r['N']} x {r['K']}: {r['plan']}, {r.get('TFLOP/s')} TFLOP/s, "
                        f"{r['ratio']} of cuBLAS<br>best other: {r['best other']} ({r['best other ratio']})"
                        + (f"<br>chapter 10 kernel: {r['hopper ratio']}" if r.get("hopper ratio") else ""))
@@ -156,7 +156,7 @@ def _grid(rows: list, ykey, xkey, xlabel):
     for r in rows:
         i, j = ys.index(ykey(r)), xs.index(r[xkey])
         z[i, j] = math.log2(r["ratio"]) if r.get("ratio") else np.nan
-        text[i][j] = f"{_short(r['plan'])}<br>{r['ratio']:.2f}" + ("" if r["auto within 5% of best"] else " ○")
+        text[i][j] = f"{_short(r['plan'])}<br>{style.ratio_text(r['ratio'])}" + ("" if r["auto within 5% of best"] else " ○")
         hover[i][j] = (f"{r['M']} x {r['N']} x {r['K']}: auto = {r['plan']}<br>gemm(): {r['ratio']} of cuBLAS, "
                        f"kernel only: {r['kernel ratio']}, host share {r['host share']:.0%}<br>"
                        f"fastest: {r['best plan']} ({r['best ratio']})")

@@ -127,7 +127,7 @@ def speed_figure(recs: list, where: str):
         fig.add_trace(go.Bar(x=[r["label"] for r in rs], y=[r["ratio"] for r in rs], name=f"{s[0]}^3",
                              marker_color=GROUP_COLORS[i],
                              customdata=[[r["value"], r["reference"], r["reference_value"]] for r in rs],
-                             hovertemplate="%{x}<br>ratio %{y:.3f}<br>%{customdata[0]} TFLOP/s<br>"
+                             hovertemplate="%{x}<br>ratio %{y:.3g}<br>%{customdata[0]} TFLOP/s<br>"
                                            "%{customdata[1]}: %{customdata[2]} TFLOP/s<extra></extra>"))
     fig.add_hline(y=1.0, line=dict(color="#888", dash="dot"))
     fig.update_yaxes(title_text="ratio to the same-run reference")

@@ -12,10 +12,10 @@ def probe_figure(result: dict, title: str = ""):
     rows = result["rows"]
     fig = go.Figure(go.Bar(
         x=[r["label"] for r in rows], y=[r["ratio"] for r in rows],
-        text=[f"{r['ratio']:.3f}" for r in rows], textposition="outside",
+        text=[style.ratio_text(r['ratio']) for r in rows], textposition="outside",
         customdata=[[r["stage"], r["TFLOP/s"], r["cuBLAS TFLOP/s"]] for r in rows],
         hovertemplate="%{x}<br>drops: %{customdata[0]}<br>%{customdata[1]:.0f} TFLOP/s, "
-                      "cuBLAS %{customdata[2]:.0f}<br>ratio %{y:.3f}<extra></extra>"))
+                      "cuBLAS %{customdata[2]:.0f}<br>ratio %{y:.3g}<extra></extra>"))
     fig.update_layout(title=title or f"mma.sync {result['dtype']}: leave one stage out",
                       yaxis_title="ratio to cuBLAS (same run)", height=360, margin=dict(t=50, b=40, l=60, r=20),
                       yaxis_range=[0, max(r["ratio"] for r in rows) * 1.2])
@@ -36,8 +36,8 @@ def ladder_figure(rows: list, title: str):
         if r["ratio"] is None:
             return "not recorded"
         if r["step"] is None:
-            return f"{r['ratio']:.3f}"
-        return f"{r['ratio']:.3f}<br>{r['step']:+.3f}" + ("" if r["over"] == prev else f" vs {r['over']}")
+            return style.ratio_text(r['ratio'])
+        return f"{style.ratio_text(r['ratio'])}<br>{r['step']:+.3f}" + ("" if r["over"] == prev else f" vs {r['over']}")
     text = [label(r, i - 1) for i, r in enumerate(rows)]
     fig = go.Figure(go.Bar(
         x=x, y=y, text=text, textposition="outside", textfont=dict(size=11), cliponaxis=False,

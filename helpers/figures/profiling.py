@@ -14,6 +14,7 @@ from helpers.models import counters, diagnosis
 from helpers.runtime.roofline import intensity_min
 
 from . import roofline as roofline_fig, show
+from . import style
 from .style import GROUP_COLORS
 
 PANEL_COLUMNS = {"heaven": "heaven", "kernel": "kernel", "sm": "SM %", "mem": "memory %",
@@ -128,7 +129,7 @@ def roofline_measured(recs: list, ceil: dict, runs: list, title: str = "Roofline
         isz = 2 if rec["dtype"] in ("float16", "bfloat16") else 4
         x_min = intensity_min(*rec["shape"], in_bytes=isz, out_bytes=isz)
         label = f"{rec['chapter']}: {rec['kernel']}"
-        hover = (f"{label}<br>{rec['value']:.2f} TFLOP/s, {rec['ratio']:.3f} of cuBLAS<br>"
+        hover = (f"{label}<br>{rec['value']:.2f} TFLOP/s, {style.ratio_text(rec['ratio'])} of cuBLAS<br>"
                  f"DRAM {((p['dram_read'] or 0) + (p['dram_write'] or 0)) / 1e6:.0f} MB (ncu)")
         fig.add_trace(go.Scatter(
             x=[x_meas, x_min], y=[rec["value"]] * 2, mode="lines+markers", name=label,

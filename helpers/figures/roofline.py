@@ -88,7 +88,7 @@ def figure(recs: list, ceil: dict, title: str = "Roofline", measured: dict | Non
         i_min = intensity_min(*shape, in_bytes=isz, out_bytes=isz)
         i_k = intensity_kernel(r["kernel"], r["params"], shape)
         label = r.get("title", r["kernel"])
-        hover = (f"{label}<br>{r['value']:.2f} TFLOP/s, {r['ratio']:.3f} of cuBLAS"
+        hover = (f"{label}<br>{r['value']:.2f} TFLOP/s, {style.ratio_text(r['ratio'])} of cuBLAS"
                  f"<br>{style.params_text(r['params'])}<br>shape {shape}")
         i_m = (measured or {}).get((r["kernel"], tuple(shape)))
         pts = ([(i_m, "diamond", 12, f"<br>measured intensity (DRAM bytes counted by ncu): {i_m:.1f} FLOP/B")]

@@ -39,7 +39,7 @@ def figure(recs: list, names=None, title: str = ""):
     def info(r):
         if r["value"] is None:
             return "not recorded" + (f" ({r['unable']})" if r.get("unable") else "")
-        s = f"{r['value']:.2f} {unit} = {r['ratio']:.3f} x {ref}"
+        s = f"{r['value']:.2f} {unit} = {style.ratio_text(r['ratio'])} x {ref}"
         if r.get("unable"):          # this GPU cannot run it: a recorded number, said on the bar
             s = f"recorded on {r.get('gpu') or 'the recorded GPU'} ({r['unable']}): {s}"
         res = r.get("resources")

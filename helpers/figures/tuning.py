@@ -22,6 +22,7 @@ import plotly.graph_objects as go
 from helpers.models import tuning
 
 from .profiling import panel_row
+from . import style
 from .style import GROUP_COLORS, wrap
 
 NEAR = 0.9          # "within 90 % of the best"
@@ -136,7 +137,7 @@ def distribution_figure(runs: list, where: str, defaults: dict | None = None, ot
         label = star_label(run, recs)
         stars.setdefault(label, []).append(k)
         x = list(range(1, len(recs) + 1))
-        text = [f"{k} #{j}: {r['ratio']:.3f} of cuBLAS ({r['value']:.4g} TFLOP/s)<br>{fmt_params(r['params'])}<br>"
+        text = [f"{k} #{j}: {style.ratio_text(r['ratio'])} of cuBLAS ({r['value']:.4g} TFLOP/s)<br>{fmt_params(r['params'])}<br>"
                 + f"model rank {r.get('rank') or '-'}, picked as: {stage(r, head)}" for j, r in zip(x, recs)]
         fig.add_trace(go.Scatter(x=x, y=[r["ratio"] for r in recs], mode="lines+markers", name=k,
                                  line=dict(color=col, width=1), marker=dict(color=col, size=6),
@@ -144,10 +145,10 @@ def distribution_figure(runs: list, where: str, defaults: dict | None = None, ot
         cut = NEAR * best["ratio"]
         fig.add_trace(go.Scatter(x=[1, len(recs)], y=[cut, cut], mode="lines", showlegend=False,
                                  line=dict(color=col, dash="dot", width=1), hoverinfo="text",
-                                 hovertext=f"{k}: {NEAR:.0%} of the best = {cut:.3f} of cuBLAS"))
+                                 hovertext=f"{k}: {NEAR:.0%} of the best = {style.ratio_text(cut)} of cuBLAS"))
         fig.add_trace(go.Scatter(x=[1], y=[best["ratio"]], mode="markers", showlegend=False,
                                  marker=dict(symbol="star", size=16, color=col, line=dict(width=1, color="black")),
-                                 hovertext=f"{k}, {label}: {best['ratio']:.3f} of cuBLAS<br>{fmt_params(best['params'])}",
+                                 hovertext=f"{k}, {label}: {style.ratio_text(best['ratio'])} of cuBLAS<br>{fmt_params(best['params'])}",
                                  hoverinfo="text"))
         conf = confirmed_best(run)
         at = next((j for j, r in zip(x, recs) if conf is not None and r["params"] == conf["params"]), None)
@@ -155,8 +156,8 @@ def distribution_figure(runs: list, where: str, defaults: dict | None = None, ot
             r = recs[at - 1]
             fig.add_trace(go.Scatter(x=[at], y=[r["ratio"]], mode="markers", showlegend=False,
                                      marker=dict(symbol="circle-open", size=21, color=col, line=dict(width=2.5)),
-                                     hovertext=f"{k}, the confirmed best: {conf['ratio']:.3f} of cuBLAS timed again "
-                                               f"({conf.get('rounds', '?')} alternating rounds), {r['ratio']:.3f} in "
+                                     hovertext=f"{k}, the confirmed best: {style.ratio_text(conf['ratio'])} of cuBLAS timed again "
+                                               f"({conf.get('rounds', '?')} alternating rounds), {style.ratio_text(r['ratio'])} in "
                                                f"this pass (#{at})<br>{fmt_params(conf['params'])}", hoverinfo="text"))
             drawn.add("confirmed")
         dflt = (run.get("baseline") or {}).get("params") or defaults.get(k)
@@ -165,7 +166,7 @@ def distribution_figure(runs: list, where: str, defaults: dict | None = None, ot
             r = recs[at - 1]
             fig.add_trace(go.Scatter(x=[at], y=[r["ratio"]], mode="markers", showlegend=False,
                                      marker=dict(symbol="diamond", size=13, color=col, line=dict(width=1, color="black")),
-                                     hovertext=f"{k} shipped default, same run: {r['ratio']:.3f} of cuBLAS", hoverinfo="text"))
+                                     hovertext=f"{k} shipped default, same run: {style.ratio_text(r['ratio'])} of cuBLAS", hoverinfo="text"))
             drawn.add("default")
         elif k in other_default and other_default[k].get("ratio") is not None:
             o = other_default[k]
@@ -173,7 +174,7 @@ def distribution_figure(runs: list, where: str, defaults: dict | None = None, ot
             stamp = (o.get("recorded") or {}).get("date", "another run")
             fig.add_trace(go.Scatter(x=[pos], y=[o["ratio"]], mode="markers", showlegend=False,
                                      marker=dict(symbol="diamond-open", size=13, color=col, line=dict(width=2)),
-                                     hovertext=f"{k} shipped default: {o['ratio']:.3f} of cuBLAS, measured in another "
+                                     hovertext=f"{k} shipped default: {style.ratio_text(o['ratio'])} of cuBLAS, measured in another "
                                                f"run ({stamp}), not timed in this one", hoverinfo="text"))
             notes.append(f"◇ {k}'s shipped default, measured in another run ({stamp})")
             drawn.add("other")
@@ -242,7 +243,7 @@ def rank_figure(runs: list, where: str):
             x=[a for a, _, _ in pairs], y=[b for _, b, _ in pairs], mode="markers", name=run["kernel"],
             marker=dict(color=col, size=8, opacity=0.8),
             hovertext=[f"{run['kernel']}: model #{a}, measured #{b}<br>score {r['score']:.3f}, "
-                       f"{r['ratio']:.3f} of cuBLAS<br>{fmt_params(r['params'])}" for a, b, r in pairs], hoverinfo="text"))
+                       f"{style.ratio_text(r['ratio'])} of cuBLAS<br>{fmt_params(r['params'])}" for a, b, r in pairs], hoverinfo="text"))
     fig.add_trace(go.Scatter(x=[1, n_max], y=[1, n_max], mode="lines", name="perfect model",
                              line=dict(color="#888", dash="dash", width=1), hoverinfo="skip"))
     fig.update_layout(title=dict(text=f"The cost model's order against the measured one<br><sup>Spearman rho: "
