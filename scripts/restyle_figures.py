@@ -7,7 +7,8 @@ Every figure output of ``helpers.figures.show.figure`` carries the figure twice:
 ``application/vnd.plotly.v1+json`` (JupyterLab) and as ``text/html`` (a div and a
 ``Plotly.newPlot(id, data, layout, config)`` call, which the book shows). This script
 gives both the book's current style, :func:`helpers.figures.style.polish` (the
-template, wrapped titles, abbreviated labels, equal-aspect heatmaps, log-axis ticks),
+template, wrapped titles, abbreviated labels, equal-aspect heatmaps unless their cells
+carry words, log-axis ticks, the roofline's key above the plot),
 which is what a re-execution would give them, and changes nothing else:
 
 - only the layout is rewritten; in the HTML, only the text of the layout argument;

@@ -467,3 +467,31 @@ def test_pipeline_timeline_figure_draws_the_schedule():
     assert list(fig.data[S + 1].x) == [e["time"] for e in ev if e["kind"] == "wait"]
     with pytest.raises(ValueError, match="entry='sgemm_warptile'"):
         schedules.pipeline_timeline_figure("warptile")
+
+
+def test_restyle_moves_the_roofline_key_and_unsquares_worded_cells_layout_only():
+    """scripts/restyle_figures.py (style.polish) on a committed figure: the roofline key
+    drawn under the x axis title goes above the plot; a heatmap whose cells carry words
+    loses the equal aspect an earlier style gave it, one of numbers keeps it; no trace
+    changes."""
+    import copy
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import restyle_figures
+
+    key = dict(xref="paper", yref="paper", x=0, y=-0.2, showarrow=False, font=dict(size=10),
+               text="diamond: measured DRAM traffic (ncu); filled circle: what the loads request")
+    fig = {"data": [{"type": "heatmap", "z": [[0, 1], [2, 3]], "texttemplate": "lane %{z}"},
+                    {"type": "heatmap", "z": [[0, 1]], "texttemplate": "%{z}", "xaxis": "x2", "yaxis": "y2"}],
+           "layout": {"annotations": [key], "margin": {"b": 80},
+                      "yaxis": {"scaleanchor": "x", "constrain": "domain"}, "xaxis": {"constrain": "domain"}}}
+    data = {restyle_figures.PLOTLY_MIME: fig}
+    traces = copy.deepcopy(fig["data"])
+    assert restyle_figures.restyle_output(data)
+    lay = data[restyle_figures.PLOTLY_MIME]["layout"]
+    a = lay["annotations"][0]
+    assert (a["y"], a["yanchor"], a["xanchor"]) == (1, "bottom", "left") and lay["margin"]["b"] == 50
+    assert "scaleanchor" not in lay["yaxis"] and lay["yaxis2"]["scaleanchor"] == "x2"
+    assert data[restyle_figures.PLOTLY_MIME]["data"] == traces
+    assert not restyle_figures.restyle_output(data)          # idempotent

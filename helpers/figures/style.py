@@ -321,7 +321,11 @@ def polish(fig: dict) -> dict:
       top margin that holds the longest of them;
     - slider labels abbreviated (:func:`abbreviate`; the data keep the full text, which
       the hover shows), long category tick labels wrapped at their spaces (:func:`tick_label`);
-    - heatmaps at equal aspect (unless an axis of theirs already has a ``scaleanchor``);
+    - heatmaps at equal aspect (unless an axis of theirs already has a ``scaleanchor``),
+      except those whose cells carry words (``"lane %{z}"``), which fill their panel's
+      width (an equal aspect an earlier style gave them is taken off);
+    - the roofline's key ("diamond: measured DRAM traffic ...") above the plot, where
+      figures drawn before it moved had it under the x axis title;
     - log axes labelled by :func:`log_ticks` (unless they set ``dtick`` or ``tickvals``);
     - a bar chart whose bars a slider recolours gets a key for its red bar when the
       figure has no legend entry for it (committed outputs drawn before that entry).
