@@ -18,6 +18,7 @@ written anyway, so the notebooks show what happened).
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import sys
 import time
@@ -53,7 +54,8 @@ def table(doc) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", nargs="*", default=None, help="exercise ids (default: all)")
-    ap.add_argument("--workers", type=int, default=4, help="wrong variants checked at once (default 4)")
+    ap.add_argument("--workers", type=int, default=min(8, os.cpu_count() or 4),
+                    help="wrong variants checked at once (default: the CPU count, at most 8)")
     ap.add_argument("--out", default=None, help="default: results/<gpu-slug>-exercises.json")
     ap.add_argument("--table", action="store_true", help="print the recorded file as a Markdown table and stop")
     a = ap.parse_args(argv)
