@@ -15,7 +15,7 @@
  * Fit (measured once the figure is drawn, at any width, a few rounds at most): tick
  * labels that overlap are thinned, a legend or a slider under the plot moves below the
  * x tick labels and axis titles, text past an edge gets margin, overlapping notes move
- * apart, heatmap numbers too big for their cells are left to the hover. Every change is
+ * apart, heatmap numbers too big for their cells are set smaller or left to the hover. Every change is
  * to the layout as the page draws it; the committed figure data stay as they are.
  */
 (function () {
@@ -476,18 +476,41 @@
     return u;
   }
 
-  /* Heatmap cells too small for the numbers written in them (a narrow screen): the
-   * numbers are left out (the hover still gives each cell's value). */
+  /* Heatmap cells too small for the numbers written in them (a narrow screen, a large
+   * grid): the drawn labels are measured, and where any two overlap the cell text is set
+   * smaller, to fit the closest pair of label centres; below 7 px, or where cells are under
+   * 13 px wide, the numbers are left out (the hover still gives each cell's value). */
   function cellTextUpdate(gd) {
-    var fl = gd._fullLayout, idx = [];
+    var fl = gd._fullLayout, idx = [], hide = false;
     if (!gd.data) return;
     gd.data.forEach(function (tr, k) {
-      if (tr.type !== "heatmap" || !tr.texttemplate || !tr.z || !tr.z.length) return;
+      if (tr.type !== "heatmap" || !tr.texttemplate) return;      // z may still be a binary spec
+      idx.push(k);
       var xa = fl["xaxis" + ((tr.xaxis || "x").slice(1))];
-      var cols = (tr.z[0] && tr.z[0].length) || 1;
-      if (xa && xa._length && xa._length / cols < 13) idx.push(k);
+      var cols = (tr.x && tr.x.length) || (tr.z && tr.z[0] && tr.z[0].length) || 1;
+      if (xa && xa._length && xa._length / cols < 13) hide = true;
     });
-    if (idx.length) window.Plotly.restyle(gd, {texttemplate: ""}, idx);
+    if (!idx.length) return;
+    var boxes = Array.prototype.slice.call(gd.querySelectorAll("g.heatmap-label text"))
+      .filter(function (t) { return t.textContent.trim(); })
+      .map(function (t) { return t.getBoundingClientRect(); });
+    var scale = 1;
+    for (var i = 0; i < boxes.length && !hide; i++) {
+      for (var j = i + 1; j < boxes.length; j++) {
+        var a = boxes[i], b = boxes[j];
+        if (!boxesOverlap(a, b)) continue;
+        // shrink until the pair's boxes, scaled about their centres, no longer meet
+        var dx = Math.abs((a.left + a.right) - (b.left + b.right)) / 2;
+        var dy = Math.abs((a.top + a.bottom) - (b.top + b.bottom)) / 2;
+        var sx = dx > 0 ? 0.92 * dx / ((a.width + b.width) / 2) : 0;
+        var sy = dy > 0 ? 0.92 * dy / ((a.height + b.height) / 2) : 0;
+        scale = Math.min(scale, Math.max(sx, sy));
+      }
+    }
+    if (scale >= 1 && !hide) return;
+    var size = ((gd.data[idx[0]].textfont || {}).size) || (fl.font && fl.font.size) || 12;
+    if (hide || size * scale < 7) window.Plotly.restyle(gd, {texttemplate: ""}, idx);
+    else window.Plotly.restyle(gd, {"textfont.size": Math.floor(size * scale * 10) / 10}, idx);
   }
 
   function fitSliders(gd) {
