@@ -210,7 +210,7 @@ sgemm_reg1d(const float* __restrict__ A, const float* __restrict__ B,
 // SERPENTINE=0 builds the plain order (the control). Under a register cap
 // (MIN_BLOCKS = 2: 128 registers for 256 threads) the serpentine order made
 // NVRTC spill where the plain order does not, so capped builds keep the plain
-// order by default (notes/fp32_tuning.md).
+// order by default.
 #ifndef SERPENTINE
 #define SERPENTINE (MIN_BLOCKS == 1)
 #endif
@@ -294,8 +294,8 @@ sgemm_reg2d(const float* __restrict__ A, const float* __restrict__ B,
 // Float4 global loads of one BM x BK tile of A and one BK x BN tile of B,
 // shared by steps 3-5. These two stay macros over the caller's variables
 // (row0, a_m, a_kq, b_k, b_nq, A, B, M, N, K): written as functions they change
-// sgemm_warptile_db's machine code (an earlier attempt moved its prefetch loads
-// next to their stores: notes/ch5_function_rewrite.md), so it would not be the
+// sgemm_warptile_db's machine code (ptxas then moves its prefetch loads next
+// to their stores), so it would not be the
 // kernel the chapter measured. Thread `tid` owns A_LOADS float4s of A (rows
 // a_m + j * A_ROWSTEP, k = 4 * a_kq .. +3) and B_LOADS float4s of B (rows
 // b_k + j * B_ROWSTEP, n = 4 * b_nq .. +3). Out-of-range float4s read as 0

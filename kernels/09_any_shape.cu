@@ -36,8 +36,7 @@
 //       with lda = round_up(K, 8), ldb = round_up(N, 8), padding zeroed,
 //       and writes C directly. The byte count costs about 8 instructions per
 //       chunk in the main loop, and with them ptxas hoisted all 64 mma of a
-//       k-tile above the barrier, which made the kernel markedly slower
-//       (notes/any_shape_tuning.md has the measurement).
+//       k-tile above the barrier, which makes the kernel markedly slower.
 //    c. Predication, ALIGNED=0: any base pointer, any stride (a view that
 //       starts one element in; K = 4093). A 16-byte chunk of a row is then
 //       only 2-byte aligned, which cp.async cannot read. The chunk goes
@@ -552,10 +551,9 @@ extern "C" __global__ void splitk_reduce(float* __restrict__ W, T* __restrict__ 
 // are cut into G = gridDim.x equal ranges [b*iters/G, (b+1)*iters/G), one per
 // block. Hybrid: gemm_any on a 1-D grid of sk_first blocks first (whole
 // tiles 0..sk_first-1, data-parallel), then this kernel for the rest.
-// (A first version also did the data-parallel tiles in this kernel, in a
-// loop before the stream-K part: with two inlined MAC loops' worth of live
-// state ptxas scheduled the main loop worse, and every tile was slower;
-// notes/any_shape_tuning.md.)
+// (Doing the data-parallel tiles in this kernel too, in a loop before the
+// stream-K part, leaves two inlined MAC loops' worth of live state: ptxas
+// schedules the main loop worse, and every tile is slower.)
 // A range is walked as segments, one per tile it touches. A segment that
 // starts a tile (kt0 == 0) makes its block the tile's owner; a segment that
 // does not is the first of its block (ranges are contiguous), so each block
@@ -663,11 +661,11 @@ extern "C" __global__ void pad_copy(const T* __restrict__ src, int rows, int col
 // elements lie in one row of src (one load8 at any alignment) or straddle the
 // end of a row (gathered one by one, 1 chunk in N / 8). The elements before
 // C's first 16-byte boundary go one at a time (head), and so do those after
-// its last chunk. (The first version stored each element on its own, as in
+// its last chunk. (Storing each element on its own, as in
 //   for (r, c) in M x N: C[r * N + c] = src[r * scols + c];
-// eight 2-byte stores per thread, far from a memcpy's bandwidth, where
-// pad_copy's 16-byte stores reach it: scripts/hopper_anyshape_breakdown.py,
-// notes/any_shape_tuning.md.)
+// takes eight 2-byte stores per thread and stays far from a memcpy's
+// bandwidth, where pad_copy's 16-byte stores reach it; the copy's share of a
+// call is measured by scripts/hopper_anyshape_breakdown.py.)
 __device__ __forceinline__ T unpad_elem(const T* src, int scols, int N, long long e)
 {
     const long long r = e / N;

@@ -129,7 +129,7 @@
 //   (one 128-byte swizzle atom) are fixed by the instruction shapes and the
 //   swizzle and are asserted. The PTX wrappers are in kernels/hopper_sm90.cuh;
 //   kernels/experiments/10_hopper_variants.cu builds this file with some of
-//   them replaced, for the measurements in notes/hopper_tuning.md.
+//   them replaced (the variants scripts/hopper_bench.py times against it).
 // Launch (rungs 2-5): block = 128 x (1 + CONSUMERS) = 384, dynamic shared memory = SMEM_WS bytes,
 //   grid = CLUSTER_M x row units x column tiles (PERSISTENT=0), or, persistent,
 //   a multiple of CLUSTER_M no larger than the SMs (or the clusters that fit).

@@ -54,7 +54,7 @@ FORBIDDEN_NODES = {
 
 WORKSHOP = {
     "seed": r"\bseeds?\b",
-    "issue number": r"\bissues?\s*#\s*\d+|\bissue\s+\d+\b",
+    "issue number": r"\bissues?\s*#\s*\d+|\bissue\s+\d+\b(?![-\w])",      # not "issue 16-byte copies"
     "the issue": r"\bthe issue(?:'s)?\b(?!\s+(?:rate|slots?|width|queue|stage))",
     "session": r"\bsessions?\b",
     "workplace": r"\bworkplace\b",
@@ -64,6 +64,8 @@ WORKSHOP = {
     "change history": r"\b(?:an earlier|the first|a previous|the previous|an older) version\b|\bpredates?\b"
                       r"|\blags? behind\b",
 }
+# what a kernel listing must not say either: the repository's notes, issues, sessions, helpers
+LISTING_WORDS = ("notes file", "issue number", "session", "workplace", "helper id")
 # 7 to 40 hex digits with a letter and a digit; not the digits after a decimal point (1.1457e-06)
 COMMIT_HASH = re.compile(r"(?<![.\d])\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b")
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
@@ -155,12 +157,17 @@ def _strings(obj):
 
 
 def page_texts(nb):
-    """(where, kind, text) of everything the page shows as text: Markdown cells ("prose") and
-    the outputs of code cells ("output"), kernel listings excepted."""
+    """(where, kind, text) of everything the page shows as text: Markdown cells ("prose"), the
+    outputs of code cells ("output") and of kernel listings ("listing")."""
     for i, c in enumerate(nb.cells):
         if c.cell_type == "markdown":
             yield f"cell {i} (Markdown)", "prose", c.source
-        elif c.cell_type == "code" and not LISTING.match(c.source):
+        elif c.cell_type == "code" and LISTING.match(c.source):
+            for o in c.get("outputs", []):
+                for mime, v in o.get("data", {}).items():
+                    if mime in ("text/plain", "text/markdown", "text/html"):
+                        yield f"cell {i} (listing)", "listing", _text(v)
+        elif c.cell_type == "code":
             for o in c.get("outputs", []):
                 if o.get("output_type") == "stream":
                     yield f"cell {i} (printed)", "output", _text(o.get("text"))
@@ -174,6 +181,10 @@ def page_texts(nb):
 def word_problems(nb) -> list[str]:
     out = []
     for where, kind, text in page_texts(nb):
+        if kind == "listing":       # a kernel's comments may cite a commit or a measured history
+            out += [f"{where}: {name}: ...{text[max(0, m.start() - 60):m.end() + 40]!r}"
+                    for name in LISTING_WORDS for m in re.finditer(WORKSHOP[name], text, re.I)]
+            continue
         for name, pattern in WORKSHOP.items():
             for m in re.finditer(pattern, text, re.I):
                 out.append(f"{where}: {name}: ...{text[max(0, m.start() - 60):m.end() + 40]!r}")
@@ -352,7 +363,8 @@ def test_workshop_words_in_outputs_are_caught_and_provenance_passes(tmp_path):
         _code("ch.show()", [_result("<IPython.core.display.Markdown object>", kind="display_data",
                                     **{"text/markdown": caption})]),
         _code('show.source("10_hopper.cu")', [_result("x", kind="display_data",
-                                                      **{"text/markdown": "// see notes/hopper_tuning.md"})]),
+                                                      **{"text/markdown": "// retired at 0eeda88af011; "
+                                                                          "issue 16-byte copies"})]),
     ])
     assert word_problems(ok) == []
     bad = _notebook(tmp_path, [
@@ -363,8 +375,10 @@ def test_workshop_words_in_outputs_are_caught_and_provenance_passes(tmp_path):
                                     **{"application/vnd.plotly.v1+json": {"layout": {"title": {"text": "the seed"}}},
                                        "text/html": "<div></div>"})]),
         _code("ch.show()", [_stream(1) | {"text": "built from 0eeda88af011\n"}]),
+        _code('show.source("10_hopper.cu")', [_result("x", kind="display_data",
+                                                      **{"text/markdown": "// see notes/hopper_tuning.md"})]),
     ])
-    assert [p.split(" (")[0] for p in word_problems(bad)] == ["cell 0", "cell 1", "cell 2", "cell 3"], \
+    assert [p.split(" (")[0] for p in word_problems(bad)] == ["cell 0", "cell 1", "cell 2", "cell 3", "cell 4"], \
         word_problems(bad)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from helpers.figures import exercise as ex_fig
+from helpers.figures import exercise as ex_fig, style
 from helpers.models import banks
 from helpers.models import exercise as model
 from helpers.runtime import catalog, gpu, launch, results
@@ -360,28 +360,33 @@ def explain(e: Exercise, out: dict) -> tuple[str, list, str]:
 
 def speed_rows(e: Exercise, recs: list, mine: str = "your kernel") -> tuple[list, str]:
     """Rows (yours, named ``mine``; the chapter's kernel) with TFLOP/s, cuBLAS TFLOP/s and
-    ratios, and the place of yours on the staircase of recorded headline kernels of the
-    same dtype."""
+    ratios, and one sentence that places yours: first against the chapter's kernel timed
+    beside it (the honest comparison: same run, same cuBLAS), then, for scale, beside the
+    recorded ratios of the heavens taught so far (chapters up to ``e.chapter``) of the same
+    dtype, which come from another run."""
     rows = [{"kernel": mine if i == 0 else r["title"], "TFLOP/s": r["value"], "cuBLAS TFLOP/s": r["reference_value"],
              "ratio to cuBLAS": r["ratio"]} for i, r in enumerate(recs)]
     if len(recs) == 2 and recs[1]["value"]:
         rows[0][VS] = round(recs[0]["value"] / recs[1]["value"], 3)
+    dtype = catalog.get(e.key).dtype
     stairs = []
     for h, key in sorted(common.HEADLINE.items()):
-        if key in catalog.KERNELS and catalog.get(key).dtype == catalog.get(e.key).dtype:
+        if h <= e.chapter and key in catalog.KERNELS and catalog.get(key).dtype == dtype:
             try:
-                stairs.append((h, common.recorded_run(key)["ratio"]))
+                r = common.recorded_run(key)["ratio"]
             except KeyError:
-                pass
-    below = [h for h, r in stairs if r is not None and r <= recs[0]["ratio"]]
-    above = [h for h, r in stairs if r is not None and r > recs[0]["ratio"]]
-    ratio = recs[0]["ratio"]
+                continue
+            if r is not None:
+                stairs.append((h, r))
     who = mine[0].upper() + mine[1:]
-    place = (f"{who}: ratio to cuBLAS {ratio:.3g}, above heaven {max(below)}" if below else
-             f"{who}: ratio to cuBLAS {ratio:.3g}, below every recorded heaven")
-    if above:
-        place += f" and below heaven {min(above)}"
-    return rows, place + " on the staircase (the recorded ratios of each heaven's kernel)."
+    place = f"{who}: {style.ratio_text(recs[0]['ratio'])} of cuBLAS in this run"
+    if VS in rows[0]:
+        place += f", {style.ratio_text(rows[0][VS])} of the chapter's kernel timed beside it"
+    if stairs:
+        place += (f". For scale, the {dtype} heavens so far on the staircase (recorded in another run, so a few "
+                  "hundredths either way is noise): "
+                  + ", ".join(f"heaven {h} {style.ratio_text(r)}" for h, r in stairs))
+    return rows, place + "."
 
 
 # ------------------------------------------------------------------ notebook calls
