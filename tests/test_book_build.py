@@ -765,8 +765,7 @@ def open_code_lines(html_text: str) -> tuple:
 
 
 # Pages allowed more code before their first figure, each with why (issue #24 left open).
-CODE_FIRST = {"book/05_register_tiling.html": "its five steps' kernel entries (about 50 lines each) come "
-              "before its first figure; the chapter's order is to change"}
+CODE_FIRST: dict = {}          # page -> why it may show more code than that before its first figure
 
 
 def test_prose_before_code(book):
