@@ -156,7 +156,8 @@ def show_end_to_end(section: str = "end_to_end", host: bool = True) -> None:
                f"cupy.matmul) beside the same plan pre-planned (run()); host share = 1 - run() ms / gemm() ms, "
                f"from the two times (0 where run() timed slower). The two ratios divide by separate cuBLAS "
                f"timings, each taken in its own rounds, so the host share does not follow from the ratio "
-               f"columns, and a difference of about a hundredth between them is noise; {who}; {where}.")
+               f"columns: the two ratios of a row differ by cuBLAS's own noise as well as by the host's "
+               f"share; {who}; {where}.")
     rows_host = doc.get("host") if host else None
     if rows_host:
         show.table(rows_host, list(rows_host[0]), f"CPU microseconds per call, median of 200 calls in a row on "
