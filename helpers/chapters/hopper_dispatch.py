@@ -76,8 +76,8 @@ def prose_values() -> dict:
     """The measured numbers this section's Markdown quotes (glue names start with ``disp_``):
     the Hopper path at 4093^3 against cuBLAS and chapter 9's padding path, split-K on both
     loops (all in this section's run), heaven 7's split-K in chapter 9's own record (sections
-    ``splitk_*``), the ranges also as text (``*_span``), one call's GPU time at 512 x 512 x 32768, and the smallest problem auto hands the
-    Hopper kernel, in µs of its recorded 4096^3 rate. KeyError when a record is missing."""
+    ``splitk_*``), the ranges also as text (``*_span``), one call's GPU time at 512 x 512 x 32768,
+    and the smallest problem auto hands the Hopper kernel, in µs of its recorded 4096^3 rate. KeyError when a record is missing."""
     rows, _ = records()
     odd = [r for r in rows if r["shape"] == list(ODD)]
     out = {}
