@@ -176,7 +176,7 @@ def running(upto: int, shape=(4096, 4096, 4096)) -> list:
 
 def show_running(recs: list) -> None:
     """The running table: one row per heaven, TFLOP/s and ratio to cuBLAS of its dtype."""
-    rows = [{"heaven": r["chapter"], "kernel": r.get("title", r["kernel"]), "dtype": r["dtype"],
+    rows = [{"heaven": r["chapter"], "kernel": bench.kernel_label(r), "dtype": r["dtype"],
              "TFLOP/s": r["value"], "cuBLAS TFLOP/s": r["reference_value"], "ratio": r["ratio"]} for r in recs]
     show.table(rows, list(rows[0]) if rows else ["heaven"],
                f"The heavens so far at 4096^3, each against cuBLAS of its dtype in the same run. "
@@ -272,6 +272,13 @@ def glue(values: dict) -> None:
         bundle, meta = format_display_data(value)
         display({GLUE_PREFIX + k: v for k, v in bundle.items()}, raw=True,
                 metadata={**meta, "scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX}})
+
+
+def span(lo: float, hi: float, fmt: str) -> str:
+    """A range the prose quotes, as text to glue: "0.51 to 0.76", or one value ("726") where
+    both ends print the same in ``fmt`` (a format spec such as ".2f" or "#.3g")."""
+    a, b = format(lo, fmt), format(hi, fmt)
+    return a if a == b else f"{a} to {b}"
 
 
 def default_values(key: str, prefix: str) -> dict:

@@ -122,11 +122,14 @@ def geomean(rows: list, key: str = "ratio") -> float:
 
 
 def summary(rows: list) -> str:
-    """One line: geomean end to end and kernel-only, how often auto is within 5 % of the best."""
+    """One line: geomean end to end and kernel-only, how often auto is within 5 % of the best.
+    The two ratios divide by separate cuBLAS timings (each taken in its own alternating rounds),
+    so the line says that a difference of about a hundredth between them is noise."""
     ok = sum(1 for r in rows if r["auto within 5% of best"])
     return (f"{len(rows)} shapes: geomean {geomean(rows):.2f} x cuBLAS end to end through gemm(), "
-            f"{geomean(rows, 'kernel ratio'):.2f} x kernel-only; auto within 5 % of the fastest strategy "
-            f"on {ok} of {len(rows)}.")
+            f"{geomean(rows, 'kernel ratio'):.2f} x kernel-only (each against its own cuBLAS timing, taken in "
+            f"separate rounds: a difference of about a hundredth between the two is noise); auto within 5 % "
+            f"of the fastest strategy on {ok} of {len(rows)}.")
 
 
 def show_end_to_end(section: str = "end_to_end", host: bool = True) -> None:
@@ -146,12 +149,18 @@ def show_end_to_end(section: str = "end_to_end", host: bool = True) -> None:
     show.figure(fig.end_to_end_figure(rows, f"{who}; {where}"))
     print(summary(rows))
     show.table(rows, {"label": "shape", "M": "M", "N": "N", "K": "K", "plan": "auto's plan",
-                      "ratio": "gemm() / cuBLAS", "kernel ratio": "run() / cuBLAS", "host share": "host share",
+                      "ratio": "gemm() / cuBLAS", "kernel ratio": "run() / cuBLAS", "ms": "gemm() ms",
+                      "kernel ms": "run() ms", "host share": "host share",
                       "best plan": "fastest strategy", "best ratio": "its ratio"},
                f"gemm(A, B, out=C) timed as a reader calls it (CUDA events around each call, alternating with "
-               f"cupy.matmul) beside the same plan pre-planned (run()); host share = 1 - run() time / gemm() "
-               f"time; {who}; {where}.")
+               f"cupy.matmul) beside the same plan pre-planned (run()); host share = 1 - run() ms / gemm() ms, "
+               f"from the two times (0 where run() timed slower). The two ratios divide by separate cuBLAS "
+               f"timings, each taken in its own rounds, so the host share does not follow from the ratio "
+               f"columns: the two ratios of a row differ by cuBLAS's own noise as well as by the host's "
+               f"share; {who}; {where}.")
     rows_host = doc.get("host") if host else None
     if rows_host:
         show.table(rows_host, list(rows_host[0]), f"CPU microseconds per call, median of 200 calls in a row on "
-                   f"one shape (the caches warm); {where}.")
+                   f"one shape (the caches warm), of the runtime as a reader has it on the GPU measured: on an H200 "
+                   f"its plans include chapter 10's kernel (the \"hopper\" plans, previewed here), unlike "
+                   f"the zoo above; {where}.")

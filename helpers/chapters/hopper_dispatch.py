@@ -20,6 +20,7 @@ from helpers.models import anyshape as model
 from helpers.runtime import anyshape as rt, bench, gpu, results, verify
 
 from . import ch09_any_shape as ch9, end_to_end as e2e
+from .common import span
 
 ALIGNED, ODD = (4096, 4096, 4096), (4093, 4093, 4093)
 
@@ -74,8 +75,9 @@ def _span(values) -> tuple[float, float]:
 def prose_values() -> dict:
     """The measured numbers this section's Markdown quotes (glue names start with ``disp_``):
     the Hopper path at 4093^3 against cuBLAS and chapter 9's padding path, split-K on both
-    loops, one call's GPU time at 512 x 512 x 32768, and the smallest problem auto hands the
-    Hopper kernel, in µs of its recorded 4096^3 rate. KeyError when a record is missing."""
+    loops (all in this section's run), heaven 7's split-K in chapter 9's own record (sections
+    ``splitk_*``), the ranges also as text (``*_span``), one call's GPU time at 512 x 512 x 32768,
+    and the smallest problem auto hands the Hopper kernel, in µs of its recorded 4096^3 rate. KeyError when a record is missing."""
     rows, _ = records()
     odd = [r for r in rows if r["shape"] == list(ODD)]
     out = {}
@@ -95,6 +97,16 @@ def prose_values() -> dict:
     call = next(r for r in split if r["shape"] == [512, 512, 32768] and r["params"]["strategy"] == "hopper_splitk"
                 and r["dtype"] == "float16")
     out["disp_hopper_call_us"] = call["ms"] * 1e3
+    # chapter 9's own split-K record (sections splitk_*, the model's split count, two-pass): the
+    # range chapter 9's page quotes for heaven 7's loop, taken in another run than this section's
+    doc = results.artifact("anyshape") or {}
+    out["disp_ch9_splitk_lo"], out["disp_ch9_splitk_hi"] = _span(
+        r["ratio"] for dt in ("float16", "bfloat16") for r in doc.get(f"splitk_{dt}", [])
+        if r["params"]["strategy"] == "splitk")
+    # the ranges as text: one value where both ends print the same
+    for name, fmt in (("hopper_odd", ".2f"), ("padding_odd", ".2f"), ("hopper_splitk", "#.3g"),
+                      ("splitk", "#.3g"), ("ch9_splitk", "#.3g")):
+        out[f"disp_{name}_span"] = span(out[f"disp_{name}_lo"], out[f"disp_{name}_hi"], fmt)
     return out
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from helpers.models import anyshape as model
 from helpers.runtime import results
 
+from .common import span
+
 SMS = 132                  # the recorded H200's SMs (results/h200.json, ceilings.spec.sms)
 
 
@@ -54,6 +56,10 @@ def prose_values() -> dict:
     # the model's split count, two-pass (strategy "splitk"), chapter 9's loop
     out["direct_splitk_lo"], out["direct_splitk_hi"] = _span(r["ratio"] for r in split
                                                              if r["params"]["strategy"] == "splitk")
+    # ranges as text ("726", or "0.508 to 0.563"): one value where both ends print the same
+    out["cublas_odd_span"] = span(out["cublas_odd_lo"], out["cublas_odd_hi"], ".0f")
+    out["cublas_big_span"] = span(out["cublas_big_lo"], out["cublas_big_hi"], ".0f")
+    out["direct_splitk_span"] = span(out["direct_splitk_lo"], out["direct_splitk_hi"], "#.3g")
 
     w = doc["waves"]
     ctl = {c["busy SMs"]: c for c in w["control"]}

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import html
 import math
-import re
 
 import plotly.graph_objects as go
 
 from helpers.runtime import results
-from helpers.runtime.bench import where
+from helpers.runtime.bench import kernel_label, where
 
 from . import style
 from .style import AXIS_LINE, FONT, GRID, GROUP_COLORS
@@ -35,8 +34,8 @@ NARROW_PX = 640         # screens up to this wide get the narrow drawing
 
 
 def _name(r: dict) -> str:
-    """A record's title without the step number some chapters prefix it with ("9: predicated ...")."""
-    return re.sub(r"^\d+:\s*", "", r.get("title") or r["kernel"])
+    """A record's kernel as the running table names it (:func:`helpers.runtime.bench.kernel_label`)."""
+    return kernel_label(r)
 
 def _provenance(recs: list) -> str:
     """Where the numbers came from, for the caption: live (this run) or recorded (on which GPU)."""

@@ -32,6 +32,7 @@ results contract (docs/architecture.md).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -328,6 +329,14 @@ def record_is_this_gpu() -> bool:
     if not gpu.live():
         return True
     return results.load().get("provenance", {}).get("gpu") == gpu.device_info()["name"]
+
+
+def kernel_label(r: dict) -> str:
+    """A record's kernel as the running table and the staircase name it: its catalog title
+    without the rung number a chapter's ladder prefixes it with ("9: predicated ...") and without
+    the dtype tag at its end (" (f16)"), since both show the dtype beside it."""
+    t = re.sub(r"^\d+:\s*", "", r.get("title") or r["kernel"])
+    return re.sub(r"\s*\((?:f16|bf16|fp16|f32|fp32|tf32)\)$", "", t)
 
 
 def where(recs: list) -> str:
