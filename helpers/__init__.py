@@ -14,6 +14,7 @@ chapters/  one module per chapter: its catalog entries and the calls its noteboo
     register_tiling_prose chapter 5's glued numbers, read from the records (ch05_register_tiling is near 500 lines)
     ch06_wmma            WMMA; the layout and fp16-accumulator pitfalls (the kernels run here)
     ch07_mma_sync        mma.sync, ldmatrix, swizzle, multistage pipeline; the PROBE ladder (measured here)
+    prose_ch07           chapter 7's prose values: every number its Markdown quotes, read from the records
     ch08_profiling       Nsight Compute panels of every heaven, the decision table, the measured roofline
     prose_ch08           chapter 8's prose values: every number its Markdown quotes, read from the records
     ch09_any_shape       any M, N, K (predication, padding), split-K, stream-K: catalog entries, measurements

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from helpers.chapters import ch07_mma_sync as probes
+from helpers.chapters import ch07_mma_sync as probes, prose_ch07
 from helpers.figures import probes as probes_fig
 from helpers.runtime import catalog, compile as kc, gpu, power, results
 
@@ -93,3 +93,17 @@ def test_the_teaching_kernel_has_no_probe_switches():
     compiles without PROBE or KEEP_* anywhere in it."""
     assert "PROBE" not in kc.source("07_mma_sync.cu").replace("07_mma_probe", "")
     assert catalog.get("mma_sync_f16").build_target({}) == ("07_mma_sync.cu", "gemm_mma_sync")
+
+
+def test_ladder_sizes_follow_the_steps():
+    """Chapter 7's sentence on the ladder's step sizes (prose_ch07.ladder_sizes) names the largest
+    gain, the losses and the small steps from the rungs given, whatever their order."""
+    def lad(*ratios):
+        changes = ["WMMA", "mma.sync", "LOAD_SPREAD 1", "STAGES 4", "BN 256", "BK 64"]
+        return [{"change": c, "ratio": r} for c, r in zip(changes, ratios)]
+    s = prose_ch07.ladder_sizes(lad(0.44, 0.49, 0.523, 0.535, 0.477, 0.532))
+    assert s.startswith("The largest gain in that run is BK = 64 on the wide tile;")
+    assert "the wider block tile alone lowers the ratio" in s and "a fourth stage moves it by less" in s
+    s = prose_ch07.ladder_sizes(lad(0.40, 0.50, 0.52, 0.53, 0.54, 0.55))
+    assert s.startswith("The largest gain in that run is the code change at WMMA's own tile;")
+    assert "lower" not in s and "a fourth stage, the wider block tile alone and BK = 64 on the wide tile move it" in s

@@ -420,9 +420,15 @@ def show_step_resources() -> None:
 
 
 def show_sweep_resources() -> None:
-    """The same for cp_async at its defaults and over its sweep. Raises AssertionError if a
-    configuration the book ships spills to local memory."""
-    rows = common.show_resources([("cp_async", pt) for pt in ({},) + catalog.get("cp_async").sweep],
+    """The same for cp_async at its defaults and over its sweep, each configuration once (the sweep
+    holds the defaults too). Raises AssertionError if a configuration the book ships spills."""
+    spec, points, seen = catalog.get("cp_async"), [], set()
+    for pt in ({},) + tuple(spec.sweep):
+        full = tuple(sorted(spec.params(**pt).items()))
+        if full not in seen:
+            seen.add(full)
+            points.append(pt)
+    rows = common.show_resources([("cp_async", pt) for pt in points],
                                  RESOURCE_COLUMNS[:1] + ["refused"] + RESOURCE_COLUMNS[1:],
                                  "cp_async over its sweep (changes from the defaults); {where}.")
     spilled = [r["config"] for r in rows if "refused" not in r and r.get("spills") != "no"]

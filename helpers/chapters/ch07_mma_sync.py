@@ -6,13 +6,12 @@ and the model next to ``results.artifact("ldmatrix")``); :func:`mma_sync_probes`
 :func:`probe_results` / :func:`show_probes` (the PROBE ladder: leave one stage out);
 :func:`ladder_rungs` / :func:`show_ladder` (from
 WMMA to this chapter's defaults one parameter at a time, timed against cuBLAS in one run).
+The numbers its Markdown quotes are read from the records in :mod:`helpers.chapters.prose_ch07`.
 """
 from __future__ import annotations
 
-import json
-
 from helpers.figures import fragments as fragments_fig, probes as probes_fig, show
-from helpers.models import mma_sync, raster
+from helpers.models import mma_sync
 from helpers.models.mma_sync import MMA_TEACHING, WMMA_NCU, predict_ncu_mma_sync, predict_ncu_wmma_ldsm
 from helpers.runtime import bench, catalog, gpu, launch, power, precision, results, timing
 from helpers.runtime.catalog import Kernel, frozen_sweep, register
@@ -436,62 +435,6 @@ def show_tf32(n: int = 4096) -> None:
                f"cuBLAS SGEMM {n}^3, FP32 vs TF32, same inputs; {where}.")
     if not tf[0]["passes"]:
         raise AssertionError("cuBLAS FP32 must pass the float32 tolerance")
-
-
-# ------------------------------------------------------------------ numbers the prose quotes (MyST-NB glue)
-def _ratio(key: str, shape=(4096, 4096, 4096), **changes) -> float:
-    """Recorded ratio to cuBLAS of ``key`` at its shipped defaults with ``changes``; KeyError if absent."""
-    spec = catalog.get(key)
-    rec = results.lookup(key, {**spec.defaults, **changes}, spec.dtype, list(shape))
-    if rec is None or rec.get("ratio") is None:
-        raise KeyError(f"{key} {changes or 'defaults'} at {list(shape)} is not recorded in results/*.json")
-    return rec["ratio"]
-
-
-def prose_values(shape=(4096, 4096, 4096)) -> dict:
-    """Every measured number chapter 7's prose quotes, from the records only: sweep ratios to
-    cuBLAS (results/<gpu>.json), the ladder's rungs and steps (results/<gpu>-ladder.json, one run),
-    the cp.async write conflicts the model misses (results/<gpu>-ldmatrix.json), the PROBE ladder
-    with its clock (MHz) and power (W) samples (``extras.mma_sync_probes``; ``probe_store_us``: what
-    dropping the C stores saved, ``c_copy_us``: C's bytes at the recorded copy bandwidth), the L2 size
-    (MiB, the recorded device spec) and the operand panels one wave reads in each block order (model:
-    :func:`helpers.models.raster.wave_panels`, MB). KeyError when a record is missing."""
-    data, lad = results.load(), (results.artifact(LADDER_ARTIFACT) or {}).get("runs", {}).get("float16")
-    probes, ldsm = data["extras"]["mma_sync_probes"], results.artifact("ldmatrix")
-    if not lad or not ldsm:
-        raise KeyError("the ladder or the ldmatrix counters are not recorded")
-    swz = next(r["measured"] for r in ldsm["runs"] if r["label"] == "mma.sync, swizzled smem")
-    f16, bf16 = probes["float16"], probes["bfloat16"]
-    out = {"mma_ratio": _ratio("mma_sync_f16", shape),
-           "wmma_ratio": _ratio("wmma_f16", shape), "swz0": _ratio("mma_sync_f16", shape, SWIZZLE=0),
-           "pad0": _ratio("wmma_f16", shape, PAD=0), "group1": _ratio("mma_sync_f16", shape, GROUP_M=1),
-           "ldgsts_extra": int(swz["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"]),
-           "ldgsts_n": int(swz["sm__sass_inst_executed_op_ldgsts.sum"]),
-           "probe_top": f16["rows"][-1]["ratio"], "probe_top_bf16": bf16["rows"][-1]["ratio"],
-           "probe_base": f16["rows"][0]["ratio"],
-           "probe_store_us": 1000 * (f16["rows"][0]["ms"] - f16["rows"][1]["ms"]),
-           "c_copy_us": shape[0] * shape[1] * 2 / (data["ceilings"]["copy_GBps"] * 1e3),
-           "clock_median": f16["power"]["clock_MHz_median"], "clock_top": f16["power"]["clock_MHz_max_allowed"],
-           "capped_share": f16["power"]["power_capped_fraction"],
-           "l2_mib": data["ceilings"]["spec"]["l2_bytes"] / 2 ** 20}
-    out.update(swz_x=out["mma_ratio"] / out["swz0"], pad_x=out["wmma_ratio"] / out["pad0"],
-               probe_share=out["probe_base"] / out["probe_top"])
-    ctl = {(r["key"], json.dumps(r.get("extra_defines") or {})): r["metrics"]
-           for r in (results.artifact("ncu-controls") or {}).get("runs", [])}
-    rung = ctl[("mma_sync_f16", json.dumps({"PROBE": 4}))]          # scripts/ncu_panels.py --controls
-    tensor = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
-    out.update(rung_tensor_pct=rung[tensor], kernel_tensor_pct=ctl[("mma_sync_f16", "{}")][tensor],
-               rung_clock=rung["sm__cycles_elapsed.avg.per_second"] / 1e6,
-               clock_room=out["clock_top"] / (rung["sm__cycles_elapsed.avg.per_second"] / 1e6),
-               probe_gap=1 / out["probe_top"])
-    out.update({f"ladder_step_{i}": lad[i]["ratio"] - lad[i - 1]["ratio"] for i in range(1, len(lad))})
-    out["ladder_equal_share"] = out["ladder_step_1"] / (lad[-1]["ratio"] - lad[0]["ratio"])
-    p = catalog.get("mma_sync_f16").defaults
-    for g in (1, p["GROUP_M"]):
-        w = raster.wave_panels({**p, "GROUP_M": g}, shape, gpu_sms(), elem_bytes=2)
-        out.update({f"wave_g{g}_a": len(w["a_panels"]), f"wave_g{g}_b": len(w["b_panels"]),
-                    f"wave_g{g}_mb": (w["a_bytes"] + w["b_bytes"]) / 1e6})
-    return out
 
 
 def gpu_sms() -> int:
