@@ -92,3 +92,11 @@ def test_query_metrics_keeps_metrics_with_rollup_and_ratio_suffixes(tmp_path):
     want = ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "dram__bytes_read.sum", "nope__x.sum"]
     known, unknown, state = ncu_tool.query_metrics(str(fake), want)
     assert state == "ok" and known == want[:2] and unknown == ["nope__x.sum"]
+
+
+def test_shown_command_is_repository_relative():
+    from helpers.runtime import ncu
+    cmd = ("/usr/local/cuda/bin/ncu --clock-control none --page raw --csv --log-file /tmp/tmpab/ncu_raw.csv "
+           "/opt/x/.venv/bin/python3 /some/checkout/scripts/ncu_panels.py --child /tmp/tmpcd/plan.json")
+    assert ncu.shown_command(cmd) == ("ncu --clock-control none --page raw --csv "
+                                      "python scripts/ncu_panels.py --child <plan.json>")

@@ -91,5 +91,5 @@ def show_transpose_banks(tile: int = 64, pads=(0, 1)) -> None:
     for pad in pads:
         banks = (np.arange(32) * (tile + pad)) % 32
         distinct = len(set(banks.tolist()))
-        print(f"PAD={pad}: banks hit by lanes 0..7 = {banks[:8].tolist()} ..., "
+        print(f"PAD={pad}: banks hit by lanes 0..7: {' '.join(map(str, banks[:8].tolist()))} ..., "
               f"{distinct} distinct banks -> {32 // distinct} wavefront(s)")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ipywidgets as w
 from IPython.display import display
 
-from helpers.figures import banks as banks_fig, show
+from helpers.figures import banks as banks_fig, show, style
 from helpers.figures.banks import DIRECTIONS, LAYOUTS, bank_figure
 from helpers.models import banks, tiles
 from helpers.models.raster import cdiv
@@ -247,6 +247,6 @@ def show_timings(shape=(4096, 4096, 4096)) -> list:
     if done and recs[0]["value"] and recs[1]["value"]:
         best = max(done, key=lambda r: r["value"])
         print(f"tile1d_conflict is {recs[1]['value'] / recs[0]['value']:.2f}x smem_tiled; fastest layout here: "
-              f"{best['kernel']} {best['params']}, {best['ratio']:.1%} of cuBLAS, "
+              f"{best['kernel']} ({style.params_text(best['params'])}), {best['ratio']:.1%} of cuBLAS, "
               f"{best['value'] / recs[1]['value']:.2f}x the conflicting layout")
     return recs

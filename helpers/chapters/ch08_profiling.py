@@ -2,19 +2,17 @@
 
 The notebook's calls: :func:`panels_now` (the panels of every heaven's headline
 kernel, profiled live when ncu runs here, else recorded on the H200),
-:func:`profile_one` (one launch, with the exact ncu command line),
-:func:`show_diagnosis` (seed 000 §5.2's decision table,
-:mod:`helpers.models.diagnosis`, against the step each next heaven takes) and
-:func:`show_roofline_measured` (each heaven at 2MNK over the DRAM bytes ncu
-counted, beside its minimal-traffic intensity).
+:func:`profile_one` (one launch, with its ncu command line), :func:`show_diagnosis` (seed 000
+§5.2's decision table, :mod:`helpers.models.diagnosis`, against the step each next heaven takes)
+and :func:`show_roofline_measured` (each heaven at 2MNK over the DRAM bytes ncu counted, beside
+its minimal-traffic intensity).
 
 The autotuner's section: :func:`tuning_recorded` (the full search recorded in
-``results/<gpu>-tuning.json``), :func:`show_search` (its table, the distribution of every
-timed configuration, the model's rank against the measured one), :func:`show_tuned_panels`
-(the winner's Nsight Compute panel beside the default's), :func:`show_defaults_here`
-(which defaults this GPU gets from the tuning file), :func:`show_cublas_fp32` (the best FP32
-kernel and cuBLAS's under one profiler, recorded) and :func:`live_tune` (a small search
-run now, on a GPU).
+``results/<gpu>-tuning.json``), :func:`show_search` (its table, the distribution of every timed
+configuration, the model's rank against the measured one), :func:`show_tuned_panels` (the winner's
+Nsight Compute panel beside the default's, one row when they are the same), :func:`show_defaults_here`
+(which defaults this GPU gets from the tuning file), :func:`show_cublas_fp32` (the best FP32 kernel
+and cuBLAS's under one profiler, recorded) and :func:`live_tune` (a small search run now, on a GPU).
 
 :data:`EXCUSES` says, for each heaven whose diagnosis does *not* name the step
 the next heaven takes, why the book takes that step anyway; the tests check
@@ -95,7 +93,7 @@ def profile_one(key: str, shape=SHAPE) -> dict:
         ok, why = False, f"{key} cannot run on this GPU: {launch.unable(catalog.get(key))}"
     if ok:
         run = panels.profile(key, shape=shape)
-        print("ncu ran (from the repository root):\n" + run["command"])
+        print("ncu ran (from the repository root):\n" + panels.ncu_tool.shown_command(run["command"]))
     else:
         runs, doc, where = panels.recorded()
         run = next((r for r in runs if r["key"] == key and r["shape"] == list(shape)), None)
@@ -103,7 +101,7 @@ def profile_one(key: str, shape=SHAPE) -> dict:
             raise KeyError(f"{key} {list(shape)}: {why}, and no recorded panel ({where})")
         show.note(f"Nsight Compute cannot run here ({why}). The panel below was **recorded**: {where}. "
                   "On a GPU with ncu this cell profiles the launch now.", title="Recorded panel")
-        print("The recording ran (all headline kernels in one process):\n" + doc["command"])
+        print("The recording ran (all headline kernels in one process):\n" + panels.ncu_tool.shown_command(doc["command"]))
         print("\nOne kernel, as this cell runs it on a GPU:\n" + " ".join(
             panels.ncu_tool.raw_command("ncu", panels.child_argv(key, shape), panels.kernel_regex([key]),
                                         panels.METRICS, launch_count=1)))
@@ -256,11 +254,11 @@ def default_verdict(run: dict) -> str:
 def summary_lines(runs: list, where: str) -> list:
     """The search in sentences, every number read from ``runs`` (printed under the figures)."""
     out = [f"Source: {where}."]
-    for run, r in zip(runs, search_rows(runs)):
+    for run, r in zip(runs, search_rows(runs)):       # the winner in words, never in brackets
+        win = "the shipped default" if r["winner"] == tuning_fig.fmt_params({}) else f"the default with {r['winner']}"
         out.append(f"{r['kernel']}: {r['space']} configurations, {r['refused']} refused by the rules, "
-                   f"{r['ranked']} ranked, {r['timed']} timed, {r['near']} within 90 % of the best; best {r['best']} "
-                   f"of cuBLAS [{r['winner']}]; {default_verdict(run)}; Spearman rho {r['rho']}: "
-                   f"{rho_verdict(r['rho'])}.")
+                   f"{r['ranked']} ranked, {r['timed']} timed, {r['near']} within 90 % of the best; best {r['best']} of "
+                   f"cuBLAS, by {win}; {default_verdict(run)}; Spearman rho {r['rho']}: {rho_verdict(r['rho'])}.")
     return out
 
 
@@ -317,6 +315,8 @@ def show_tuned_panels(runs: list, key: str = "cp_async", live: bool | None = Non
                   f"`python scripts/ncu_panels.py --tuned results/{results.DEFAULT_SLUG}-tuning.json "
                   f"--out results/{results.DEFAULT_SLUG}-ncu-tuned.json`. Below: the default's panel alone.",
                   title="Winner's panel: not recorded yet")
+    if winner(run) == catalog.get(key).defaults:      # the winner is the default: one profile, one row
+        pairs = [("shipped default, also the tuner's winner", pairs[0][1])]
     show.table(tuning_fig.panel_rows(pairs), {**prof_fig.PANEL_COLUMNS, "heaven": "configuration"},
                f"Nsight Compute panel of {key}, M = N = K = {SHAPE[0]}, one launch each; {where}.")
     show.figure(tuning_fig.panel_figure(pairs, f"{key}; {where}"))
@@ -410,7 +410,7 @@ def cublas_rows(slug: str = results.DEFAULT_SLUG) -> dict | None:
     :func:`helpers.models.counters.compare` rows of :data:`CUBLAS_FIELDS` per FFMA (a = ours,
     b = cuBLAS), "control": the kernel timed at its own tile and at cuBLAS's (ratio to cuBLAS,
     same run), "where", "control_where" (the control's own provenance where it has one),
-    "commands"}. Raises KeyError when a recorded run lacks a counter."""
+    "commands", "ffma_diff_pct"}. Raises KeyError when a recorded run lacks a counter."""
     doc = results.artifact(CUBLAS_ARTIFACT, slug)
     if doc is None:
         return None
@@ -436,12 +436,13 @@ def cublas_rows(slug: str = results.DEFAULT_SLUG) -> dict | None:
             # the tile control is timed by a separate command and names its own commit when it has one
             "control_where": results.artifact_where({"provenance": doc.get("tile_control", {}).get(
                 "provenance", doc.get("provenance", {}))}, CUBLAS_ARTIFACT, slug, commit=True),
-            "commands": [r["command"] for r in doc["runs"]]}
+            "commands": [r["command"] for r in doc["runs"]], "cublas_kernel": blas["kernel"].split("(")[0]}
     for r in rows["counters"]:            # ncu prints stalls to two decimals: no ratio of two tiny ones
         if r["field"].startswith("stall:") and min(r["a"], r["b"] or 0) < 0.05:
             r["b / a"] = None
     rows["control_command"] = doc.get("tile_control", {}).get("command")
-    rows["cublas_kernel"] = blas["kernel"].split("(")[0]
+    ffma = [r["metrics"]["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"] for r in (ours, blas)]
+    rows["ffma_diff_pct"] = 100 * abs(ffma[0] / ffma[1] - 1)     # how far our FFMA count is from cuBLAS's, %
     return rows
 
 
@@ -460,13 +461,13 @@ def show_cublas_fp32(slug: str = results.DEFAULT_SLUG) -> dict | None:
                f"kernel name; blocks per SM: the register limit); {rows['where']}.")
     show.table(rows["counters"], {"quantity": "counter", "a": ours, "b": "cuBLAS", "b / a": f"cuBLAS / {ours}"},
                f"One launch each at 4096^3 under the same ncu sections and counters, per FFMA where it "
-               f"says so (both execute the same FFMAs, to 0.03 %); {rows['where']}.")
+               f"says so (both execute the same FFMAs, to {rows['ffma_diff_pct']:.2f} %); {rows['where']}.")
     if rows["control"]:
         show.table(rows["control"], ["what", "block tile", "stages", "TFLOP/s", "ratio to cuBLAS"],
                    f"Control: {ours} at its own tile and at cuBLAS's (8 warps of 64 x 64 in every row), "
                    f"each against cuBLAS in 5 alternating rounds, in this order, in one run; {rows['control_where']}.")
     print(f"cuBLAS's kernel: {rows['cublas_kernel']}")
-    print("Profiled with:", *rows["commands"], sep="\n  ")
+    print("Profiled with (from the repository root):", *map(panels.ncu_tool.shown_command, rows["commands"]), sep="\n  ")
     return rows
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.figures import fp8 as fp8_fig, show
+from helpers.figures import fp8 as fp8_fig, show, style
 from helpers.models import fp8 as qm
 from helpers.models.raster import cdiv
 from helpers.runtime import catalog, gpu, launch, results, tma, verify
@@ -318,7 +318,8 @@ def show_refusals() -> None:
             spec.validate(spec.params(**bad_p), bad_s)
             raise AssertionError(f"{bad_p} {bad_s} was accepted")
         except ValueError as e:
-            print(f"{bad_p or 'defaults'} on M, N, K = {bad_s}: refused before compiling: {e}")
+            print(f"{style.params_text(bad_p) if bad_p else 'the defaults'} at M x N x K = "
+                  f"{' x '.join(map(str, bad_s))}: refused before compiling: {e}")
 
 
 def show_resources() -> None:
@@ -335,7 +336,7 @@ def show_resources() -> None:
 def prose_values() -> dict:
     """Every measured number the chapter's prose quotes, from results/<gpu>-fp8.json only:
     ``r1_4096``, ``r1_8192`` (rung 1's ratio to cuBLASLt FP8), ``r1_tflops_8192``, ``lt_tflops_8192``,
-    ``r2_8192`` (rung 2 to per-tensor cuBLASLt), ``r1_bf16_8192`` (rung 1 to cuBLAS bf16),
+    ``r2_8192`` (rung 2 to per-tensor cuBLASLt), ``r1_bf16_4096``, ``r1_bf16_8192`` (rung 1 to cuBLAS bf16),
     ``p{P}_8192`` (the promotion builds), ``err_p0``, ``err_p1``, ``err_block``, ``err_bf16`` (errors
     at the largest recorded K, uniform inputs), ``acc_k`` (that K), ``probe_kept_max`` (the largest
     e whose small term survived across k-tiles), ``torch``. KeyError when something is missing."""
@@ -357,7 +358,8 @@ def prose_values() -> dict:
            "r1_tflops_8192": run("fp8_r1_tensor", big, CLUSTER_M=1)["value"],
            "lt_tflops_8192": run("fp8_r1_tensor", big, CLUSTER_M=1)["reference_value"],
            "r2_4096": run("fp8_r2_block", mid)["ratio"], "r2_8192": run("fp8_r2_block", big)["ratio"],
-           "r1_bf16_8192": run("fp8_r1_tensor", big, ref="bf16")["ratio"], "torch": doc.get("torch") or "absent"}
+           "r1_bf16_4096": run("fp8_r1_tensor", mid, ref="bf16", CLUSTER_M=1)["ratio"],
+           "r1_bf16_8192": run("fp8_r1_tensor", big, ref="bf16", CLUSTER_M=1)["ratio"], "torch": doc.get("torch") or "absent"}
     for P in PROMOTIONS:
         out[f"p{P}_8192"] = run("fp8_promote", big, PROMOTE=P)["ratio"]
     acc = sorted((r for r in doc["accuracy"] if r["dist"] == "positive"), key=lambda r: r["K"])[-1]

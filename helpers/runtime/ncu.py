@@ -174,6 +174,32 @@ def profile(ncu: str, script: str, items: list, kernel_regex: str, metrics: list
 PANEL_SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis", "Occupancy", "WarpStateStats")
 
 
+def shown_command(cmd: str) -> str:
+    """An ncu command line (``cmd``, as :func:`profile_raw` ran it or a record keeps it) as the
+    book prints it: relative to the repository root and free of this run's machine: ``ncu``
+    for the ncu executable, ``python scripts/<name>.py`` for the interpreter and the script's
+    absolute path, ``<plan.json>`` for a temporary plan file, and no ``--log-file`` (without
+    it ncu prints the same CSV to the terminal)."""
+    words, out = cmd.split(), []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        i += 1
+        if w == "--log-file":
+            i += 1
+            continue
+        if "/scripts/" in w and w.endswith(".py"):
+            if out and os.path.basename(out[-1]).startswith("python"):
+                out[-1] = "python"
+            w = "scripts/" + w.rsplit("/scripts/", 1)[1]
+        elif os.path.basename(w) == "ncu" and not out:
+            w = "ncu"
+        elif out and out[-1] == "--child" and os.path.isabs(w):
+            w = f"<{os.path.basename(w)}>"
+        out.append(w)
+    return " ".join(out)
+
+
 def raw_command(ncu: str, child: list, kernel_regex: str, metrics: list, sections=PANEL_SECTIONS,
                 launch_count: int | None = None, log: str | None = None) -> list:
     """The ncu argv that profiles the launches of ``child`` (an argv, e.g.
