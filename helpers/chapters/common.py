@@ -11,7 +11,7 @@ from IPython.display import display
 from tqdm.auto import tqdm
 
 from helpers.figures import (profiling as prof_fig, records, roofline as roofline_fig, show, staircase as staircase_fig,
-                             sweep as sweep_fig)
+                             style, sweep as sweep_fig)
 from helpers.models import diagnosis
 from helpers.models.raster import cdiv
 from helpers.runtime import bench, catalog, gpu, launch, panels, results, roofline, sweep
@@ -153,6 +153,9 @@ HEADLINE = {1: "naive_yfirst", 2: "vec4", 3: "smem_tiled", 4: "tile1d_swizzle", 
             6: "wmma_f16", 7: "mma_sync_f16", 9: "any_shape_f16",
             10: "hopper_r5_tma_store_f16"}
 
+# A heaven whose kernel's catalog title names only the last rung of its chapter's ladder.
+HEADLINE_TITLE = {10: "Hopper: TMA + wgmma, warp-specialized, persistent, clusters of 2, TMA store"}
+
 
 def running(upto: int, shape=(4096, 4096, 4096)) -> list:
     """The headline kernel of every heaven from 1 to ``upto``, one record each.
@@ -171,6 +174,7 @@ def running(upto: int, shape=(4096, 4096, 4096)) -> list:
     recs = []
     for dt, ks in by_dtype.items():
         recs += bench.recorded(ks, shape, dtype=dt) if read else bench.gemm(ks, shape, dtype=dt)
+    recs = [{**r, "title": HEADLINE_TITLE[r["chapter"]]} if r["chapter"] in HEADLINE_TITLE else r for r in recs]
     return sorted(recs, key=lambda r: r["chapter"])
 
 
@@ -215,10 +219,12 @@ def show_owner_checks(configs, shape=(200, 264, 72)) -> None:
     """Print one line per owner check (:func:`helpers.runtime.launch.check_owner`) of
     ``configs``: catalog keys, or (key, params) pairs, on ``shape`` (M, N, K; by default a
     multiple of no tile). Live, an AssertionError names the kernel whose recorded owners
-    differ from its model; without a GPU each line says where the GPU suite checks it."""
+    differ from its model; without a GPU each line says where the GPU suite checks it. A line of
+    a (key, params) pair starts with its parameters (``TILE=16: ...``)."""
     for item in configs:
         key, params = (item, {}) if isinstance(item, str) else item
-        print(launch.check_owner(key, shape=shape, **params))
+        line = launch.check_owner(key, shape=shape, **params)
+        print(f"{style.params_text(params)}: {line}" if params else line)
 
 
 def show_refusal(key: str, shape) -> None:
