@@ -358,12 +358,12 @@ def explain(e: Exercise, out: dict) -> tuple[str, list, str]:
     return verdict, details, text
 
 
-def speed_rows(e: Exercise, recs: list, mine: str = "your kernel") -> tuple[list, str]:
+def speed_rows(e: Exercise, recs: list, mine: str = "your kernel", run: str = "this run") -> tuple[list, str]:
     """Rows (yours, named ``mine``; the chapter's kernel) with TFLOP/s, cuBLAS TFLOP/s and
     ratios, and one sentence that places yours: first against the chapter's kernel timed
     beside it (the honest comparison: same run, same cuBLAS), then, for scale, beside the
     recorded ratios of the heavens taught so far (chapters up to ``e.chapter``) of the same
-    dtype, which come from another run."""
+    dtype, which come from another run. ``run`` names the run the rows come from."""
     rows = [{"kernel": mine if i == 0 else r["title"], "TFLOP/s": r["value"], "cuBLAS TFLOP/s": r["reference_value"],
              "ratio to cuBLAS": r["ratio"]} for i, r in enumerate(recs)]
     if len(recs) == 2 and recs[1]["value"]:
@@ -379,7 +379,7 @@ def speed_rows(e: Exercise, recs: list, mine: str = "your kernel") -> tuple[list
             if r is not None:
                 stairs.append((h, r))
     who = mine[0].upper() + mine[1:]
-    place = f"{who}: {style.ratio_text(recs[0]['ratio'])} of cuBLAS in this run"
+    place = f"{who}: {style.ratio_text(recs[0]['ratio'])} of cuBLAS in {run}"
     if VS in rows[0]:
         place += f", {style.ratio_text(rows[0][VS])} of the chapter's kernel timed beside it"
     if stairs:
@@ -406,7 +406,7 @@ def _recorded_line(e: Exercise) -> None:
     details = [sol.get("verdict", "")] + list(sol.get("details", []))
     recs = sol.get("records") or []
     if recs:
-        srows, place = speed_rows(e, recs, mine="the solution")
+        srows, place = speed_rows(e, recs, mine="the solution", run="the recorded run")
         details.append(place)
         details += [f"{r['kernel']}: {r['TFLOP/s']} TFLOP/s, {r['ratio to cuBLAS']} of cuBLAS"
                     + (f", {r[VS]} of the chapter's kernel" if VS in r else "") for r in srows]
