@@ -27,6 +27,11 @@ Navigation
     and the Plotly toolbar on a screen that cannot hover (a tooltip left up after a tap
     covered the search button).
 
+Tables
+    ``book_tables.js`` (every page): below 600 px a table wider than its column is drawn
+    as cards, one block per row with each cell after its column's header (``book.css``,
+    ``table.book-cards``), instead of words broken to one letter per line.
+
 Dark mode
     ``html_context.default_mode`` is ``auto`` (``_config.yml``): the page follows the
     reader's system setting (``prefers-color-scheme``) until they pick a mode with the
@@ -82,6 +87,7 @@ logger = logging.getLogger(__name__)
 PLOTLY_JS = "plotly.min.js"
 PLOTLY_LOADER = "book_plotly.js"
 NAV_JS = "book_nav.js"
+TABLES_JS = "book_tables.js"
 # Queues the figure outputs' calls until book_plotly.js has loaded plotly.min.js.
 _QUEUE = ("window.__bookPlots = window.__bookPlots || []; window.__bookPlot = function () { "
           "var a = arguments; return new Promise(function (r) { window.__bookPlots.push([a, r]); }); };")
@@ -170,15 +176,20 @@ _BOOK_CSS_TEXT = ("code.literal, code.literal span.pre { white-space: normal; ov
                   "@media (hover: none) { .tooltip { display: none !important; } "
                   ".js-plotly-plot .modebar-container { display: none !important; } }\n"
                   ".tooltip { pointer-events: none; }\n"
-                  # tables on a phone: smaller type, tighter cells, headers and long names
-                  # wrap, so that most tables fit the screen; a table that still cannot
-                  # scrolls inside its own box (its caption says so)
-                  "@media (max-width: 600px) { .bd-content table.table { font-size: 0.72rem; line-height: 1.3; } "
-                  ".bd-content table.table th, .bd-content table.table td { padding: 0.15rem 0.2rem; "
-                  "white-space: normal; overflow-wrap: break-word; } "
-                  # text cells (names, headers) may break anywhere; numbers (right-aligned) never
-                  ".bd-content table.table th, .bd-content table.table td:not(.text-right) "
-                  "{ overflow-wrap: anywhere; } }\n")
+                  # tables on a phone: smaller type and tighter cells, so that most fit the
+                  # screen; one that still does not is drawn as cards (book_tables.js marks it
+                  # .book-cards: one block per row, each cell after its column's header)
+                  "@media (max-width: 600px) { .bd-content table.table { font-size: 0.78rem; line-height: 1.3; } "
+                  ".bd-content table.table th, .bd-content table.table td { padding: 0.15rem 0.25rem; } "
+                  ".bd-content table.book-cards, .bd-content table.book-cards tbody, "
+                  ".bd-content table.book-cards tr, .bd-content table.book-cards td { display: block; width: 100%; } "
+                  ".bd-content table.book-cards thead { display: none; } "
+                  ".bd-content table.book-cards tr { border: 1px solid var(--pst-color-border, #ccc); "
+                  "border-radius: 4px; margin: 0 0 0.5rem; padding: 0.2rem 0.4rem; } "
+                  ".bd-content table.book-cards td { border: none; display: flex; justify-content: space-between; "
+                  "gap: 0.6rem; text-align: right !important; padding: 0.05rem 0; } "
+                  ".bd-content table.book-cards td::before { content: attr(data-label); font-weight: 600; "
+                  "text-align: left; flex: 0 0 auto; max-width: 55%; } }\n")
 
 
 def _copy_assets(app: Sphinx, exc: Exception | None) -> None:
@@ -188,7 +199,7 @@ def _copy_assets(app: Sphinx, exc: Exception | None) -> None:
     copy_asset_file(str(plotly_js_path()), static)
     with open(os.path.join(static, BOOK_CSS), "w") as f:
         f.write(_BOOK_CSS_TEXT)
-    for name in (FIGURES_JS, PLOTLY_LOADER, NAV_JS):
+    for name in (FIGURES_JS, PLOTLY_LOADER, NAV_JS, TABLES_JS):
         copy_asset_file(str(STATIC / name), static)
     mj = mathjax_dir()
     if _mathjax_is_local(app) and mj is not None:
@@ -303,6 +314,7 @@ def setup(app: Sphinx) -> dict:
     app.add_js_file(None, body=_QUEUE, priority=100)
     app.add_js_file(PLOTLY_LOADER, priority=600, defer="defer")
     app.add_js_file(NAV_JS, priority=600, defer="defer")
+    app.add_js_file(TABLES_JS, priority=600, defer="defer")
     app.add_css_file(BOOK_CSS)
     app.connect("builder-inited", _check)
     app.connect("build-finished", _copy_assets)

@@ -213,7 +213,7 @@ def show_bank_counters() -> None:
     probe_rows = bank_counter_rows(doc, "probe")
     shape_txt = " x ".join(str(s) for s in (doc["_meta"]["shape"] if doc else (512, 512, 512)))
     show.table(gemm_rows, cols, f"Chapter-4 GEMM variants at M, N, K = {shape_txt}, kernel totals; {where}. "
-               "Model and counter side by side: on a phone the table scrolls sideways.")
+               "Model and counter side by side.")
     show.table(probe_rows, cols, f"One-warp probes (kernels/04_bank_conflicts.cu: bank_probe); {where}.")
     if doc is not None:
         bad = [r["variant"] for r in gemm_rows + probe_rows if r["agree"] != "yes"]
