@@ -390,6 +390,15 @@
         for (var j = i + 1; j < boxes.length && !hit; j++) if (boxesOverlap(boxes[i], boxes[j])) hit = true;
       if (!hit || boxes.length < 2) return;
       var lay = gd.layout[n] || {};
+      // categories along x are turned to read upwards before any is left out (a bar chart of
+      // three rungs must keep all three names); only labels that still overlap are thinned
+      var turned = typeof lay.tickangle === "number" && Math.abs(lay.tickangle) >= 45;
+      var grid = (gd.data || []).some(function (t) { return t.type === "heatmap"; });
+      if (ax.type === "category" && n.charAt(0) === "x" && ax.side !== "top" && !grid && !turned &&
+          boxes.length <= 24) {
+        u[n + ".tickangle"] = -60;
+        return;
+      }
       if (lay.tickmode === "array" && Array.isArray(lay.tickvals)) {
         var keep = function (v, k) { return k % 2 === 0; };
         u[n + ".tickvals"] = lay.tickvals.filter(keep);

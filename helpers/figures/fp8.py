@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from helpers.models import fp8 as qm
 
-from .style import GROUP_COLORS, model_note
+from .style import GROUP_COLORS
 
 FORMAT_COLORS = {"e4m3": GROUP_COLORS[0], "e5m2": GROUP_COLORS[1], "float16": GROUP_COLORS[2],
                  "bfloat16": GROUP_COLORS[3]}
@@ -36,7 +36,7 @@ def formats_figure(lo: float = -30.0, hi: float = 20.0):
     fig.update_xaxes(title_text="log2 |value|", dtick=5)
     fig.update_yaxes(title_text="gap to the next value / value", type="log")
     fig.update_layout(title=dict(text="Range and spacing of e4m3, e5m2, fp16 and bf16"
-                                      f"<br><sup>{model_note()} (ml_dtypes' formats); below each format's smallest "
+                                      "<br><sup>a model (ml_dtypes' formats); below each format's smallest "
                                       "normal the gap stays fixed and the relative gap grows</sup>", x=0.01),
                       height=460)
     return fig
@@ -66,7 +66,7 @@ def scaling_figure(x, labels=("as it is", "per-tensor scale", "1 x 128 block sca
                       annotation_text=text, annotation_position="top")
     fig.update_layout(height=440,
                       title=dict(text="Where a tensor's values fall in e4m3, unscaled and scaled"
-                                      f"<br><sup>{model_note()}: a {x.shape[0]} x {x.shape[1]} matrix, standard normal "
+                                      f"<br><sup>a model, no GPU involved: a {x.shape[0]} x {x.shape[1]} matrix, standard normal "
                                       "with a few large columns</sup>", x=0.01))
     fig.update_xaxes(title_text="log2 |value| (after scaling)")
     fig.update_yaxes(title_text="values")
@@ -132,5 +132,5 @@ def speed_figure(recs: list, where: str):
     fig.add_hline(y=1.0, line=dict(color="#888", dash="dot"))
     fig.update_yaxes(title_text="ratio to the same-run reference")
     fig.update_layout(barmode="group", height=440, title=dict(
-        text=f"FP8 GEMM against cuBLASLt FP8, same run, alternating rounds<br><sup>measured; {where}</sup>", x=0.01))
+        text=f"FP8 GEMM against cuBLASLt FP8, same run, alternating rounds<br><sup>{where}</sup>", x=0.01))
     return fig
