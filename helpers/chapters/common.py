@@ -280,6 +280,15 @@ def glue(values: dict) -> None:
                 metadata={**meta, "scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX}})
 
 
+def bounds(values) -> tuple[float, float]:
+    """(smallest, largest) of ``values``, Nones left out: the two ends of a range the prose quotes.
+    KeyError when nothing is recorded."""
+    v = [x for x in values if x is not None]
+    if not v:
+        raise KeyError("no recorded value for a range the prose quotes")
+    return min(v), max(v)
+
+
 def span(lo: float, hi: float, fmt: str) -> str:
     """A range the prose quotes, as text to glue: "0.51 to 0.76", or one value ("726") where
     both ends print the same in ``fmt`` (a format spec such as ".2f" or "#.3g")."""

@@ -19,8 +19,8 @@ from helpers.figures import anyshape as fig, show
 from helpers.models import anyshape as model
 from helpers.runtime import anyshape as rt, bench, gpu, results, verify
 
-from . import ch09_any_shape as ch9, end_to_end as e2e
-from .common import span
+from . import ch09_any_shape as ch9, end_to_end as e2e, prose_ch09
+from .common import bounds, span
 
 ALIGNED, ODD = (4096, 4096, 4096), (4093, 4093, 4093)
 
@@ -65,13 +65,6 @@ def records() -> tuple[list, str]:
     return rows, where
 
 
-def _span(values) -> tuple[float, float]:
-    v = [x for x in values if x is not None]
-    if not v:
-        raise KeyError("no recorded value for a range the prose quotes")
-    return min(v), max(v)
-
-
 def prose_values() -> dict:
     """The measured numbers this section's Markdown quotes (glue names start with ``disp_``):
     the Hopper path at 4093^3 against cuBLAS and chapter 9's padding path, split-K on both
@@ -81,15 +74,15 @@ def prose_values() -> dict:
     rows, _ = records()
     odd = [r for r in rows if r["shape"] == list(ODD)]
     out = {}
-    out["disp_hopper_odd_lo"], out["disp_hopper_odd_hi"] = _span(r["ratio"] for r in odd
+    out["disp_hopper_odd_lo"], out["disp_hopper_odd_hi"] = bounds(r["ratio"] for r in odd
                                                                  if r["params"]["strategy"] == "hopper")
-    out["disp_padding_odd_lo"], out["disp_padding_odd_hi"] = _span(r["ratio"] for r in odd
+    out["disp_padding_odd_lo"], out["disp_padding_odd_hi"] = bounds(r["ratio"] for r in odd
                                                                    if r["params"]["strategy"] == "padding")
-    out["disp_hopper_of_aligned"] = _span(r.get("of_aligned") for r in odd if r["params"]["strategy"] == "hopper")[0]
+    out["disp_hopper_of_aligned"] = bounds(r.get("of_aligned") for r in odd if r["params"]["strategy"] == "hopper")[0]
     split = [r for r in rows if tuple(r["shape"]) in ch9.SPLITK_SHAPES]
-    out["disp_hopper_splitk_lo"], out["disp_hopper_splitk_hi"] = _span(
+    out["disp_hopper_splitk_lo"], out["disp_hopper_splitk_hi"] = bounds(
         r["ratio"] for r in split if r["params"]["strategy"] == "hopper_splitk")
-    out["disp_splitk_lo"], out["disp_splitk_hi"] = _span(r["ratio"] for r in split
+    out["disp_splitk_lo"], out["disp_splitk_hi"] = bounds(r["ratio"] for r in split
                                                          if r["params"]["strategy"] == "splitk")
     big = next(r for r in rows if r["shape"] == list(ALIGNED) and r["params"]["strategy"] == "hopper"
                and r["dtype"] == "float16")
@@ -99,10 +92,7 @@ def prose_values() -> dict:
     out["disp_hopper_call_us"] = call["ms"] * 1e3
     # chapter 9's own split-K record (sections splitk_*, the model's split count, two-pass): the
     # range chapter 9's page quotes for heaven 7's loop, taken in another run than this section's
-    doc = results.artifact("anyshape") or {}
-    out["disp_ch9_splitk_lo"], out["disp_ch9_splitk_hi"] = _span(
-        r["ratio"] for dt in ("float16", "bfloat16") for r in doc.get(f"splitk_{dt}", [])
-        if r["params"]["strategy"] == "splitk")
+    out["disp_ch9_splitk_lo"], out["disp_ch9_splitk_hi"] = prose_ch09.splitk_bounds(results.artifact("anyshape") or {})
     # the ranges as text: one value where both ends print the same
     for name, fmt in (("hopper_odd", ".2f"), ("padding_odd", ".2f"), ("hopper_splitk", "#.3g"),
                       ("splitk", "#.3g"), ("ch9_splitk", "#.3g")):

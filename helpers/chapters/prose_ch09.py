@@ -9,7 +9,7 @@ from __future__ import annotations
 from helpers.models import anyshape as model
 from helpers.runtime import results
 
-from .common import span
+from .common import bounds, span
 
 SMS = 132                  # the recorded H200's SMs (results/h200.json, ceilings.spec.sms)
 
@@ -22,11 +22,12 @@ def _odd(doc: dict, dtype: str, shape, title: str) -> dict:
     return rec
 
 
-def _span(values) -> tuple[float, float]:
-    v = [x for x in values if x is not None]
-    if not v:
-        raise KeyError("no recorded value for a range the prose quotes")
-    return min(v), max(v)
+def splitk_bounds(doc: dict) -> tuple[float, float]:
+    """The range of heaven 7's loop on the split-K shapes in chapter 9's record (sections
+    ``splitk_float16`` / ``splitk_bfloat16``: the model's split count, two-pass, strategy
+    "splitk"), as ratios to cuBLAS; chapter 10 quotes the same range."""
+    return bounds(r["ratio"] for dt in ("float16", "bfloat16") for r in doc[f"splitk_{dt}"]
+                  if r["params"]["strategy"] == "splitk")
 
 
 def _waves(M: int, N: int, sms: int) -> dict:
@@ -45,17 +46,14 @@ def prose_values() -> dict:
     big, odd = (4096, 4096, 4096), (4093, 4093, 4093)
     f16 = [r for r in doc["odd"] if r["dtype"] == "float16"]
     out = {}
-    out["cublas_odd_lo"], out["cublas_odd_hi"] = _span(r["reference_value"] for r in f16 if r["shape"] == list(odd))
-    out["cublas_big_lo"], out["cublas_big_hi"] = _span(r["reference_value"] for r in f16 if r["shape"] == list(big))
+    out["cublas_odd_lo"], out["cublas_odd_hi"] = bounds(r["reference_value"] for r in f16 if r["shape"] == list(odd))
+    out["cublas_big_lo"], out["cublas_big_hi"] = bounds(r["reference_value"] for r in f16 if r["shape"] == list(big))
     out["direct_ratio"] = _odd(doc, "float16", big, "direct")["ratio"]
     for name in ("regs", "repack", "padding"):
         out[f"{name}_of_aligned"] = _odd(doc, "float16", odd, name)["of_aligned"]
     both = [r for r in doc["odd"] if r["shape"] == list(odd)]
-    out["padding_odd_lo"], out["padding_odd_hi"] = _span(r["ratio"] for r in both if r["title"] == "padding")
-    split = doc["splitk_float16"] + doc["splitk_bfloat16"]
-    # the model's split count, two-pass (strategy "splitk"), chapter 9's loop
-    out["direct_splitk_lo"], out["direct_splitk_hi"] = _span(r["ratio"] for r in split
-                                                             if r["params"]["strategy"] == "splitk")
+    out["padding_odd_lo"], out["padding_odd_hi"] = bounds(r["ratio"] for r in both if r["title"] == "padding")
+    out["direct_splitk_lo"], out["direct_splitk_hi"] = splitk_bounds(doc)
     # ranges as text ("726", or "0.508 to 0.563"): one value where both ends print the same
     out["cublas_odd_span"] = span(out["cublas_odd_lo"], out["cublas_odd_hi"], ".0f")
     out["cublas_big_span"] = span(out["cublas_big_lo"], out["cublas_big_hi"], ".0f")
