@@ -32,11 +32,6 @@ SUBTITLE = "label: ratio to cuBLAS of the same dtype, same run"
 NARROW_PX = 640         # screens up to this wide get the narrow drawing
 
 
-
-def _name(r: dict) -> str:
-    """A record's kernel as the running table names it (:func:`helpers.runtime.bench.kernel_label`)."""
-    return kernel_label(r)
-
 def _provenance(recs: list) -> str:
     """Where the numbers came from, for the caption: live (this run) or recorded (on which GPU)."""
     if any(r.get("source") == "live" for r in recs):
@@ -66,7 +61,7 @@ def staircase_figure(recs: list, ceilings: dict):
             x=[str(r["chapter"]) for r in rs], y=[r["value"] for r in rs], mode="lines+markers+text",
             line=dict(shape="hv", color=DTYPE_COLORS.get(dt)), marker=dict(size=10), name=dt,
             text=[f"{style.ratio_text(r['ratio'])}×" for r in rs], textposition="top center",
-            customdata=[[_name(r), r["reference_value"]] for r in rs],
+            customdata=[[kernel_label(r), r["reference_value"]] for r in rs],
             hovertemplate="heaven %{x}: %{customdata[0]}<br>%{y} TFLOP/s, cuBLAS %{customdata[1]}<extra></extra>"))
     xs = list(dict.fromkeys(str(r["chapter"]) for r in ok))
     for name, v, dash, dt in roofs(ceilings):        # traces, not shapes: annotations misplace on log axes
@@ -161,7 +156,7 @@ def staircase_svg(recs: list, ceilings: dict, narrow: bool = False) -> str:
         out.append(f'<path d="{path}" fill="none" stroke="{col}" stroke-width="2"/>')
         for r in rs:
             x, y = X(r["chapter"]), Y(r["value"])
-            tip = (f"heaven {r['chapter']}: {_name(r)} ({dt}): {r['value']:.4g} TFLOP/s, "
+            tip = (f"heaven {r['chapter']}: {kernel_label(r)} ({dt}): {r['value']:.4g} TFLOP/s, "
                    f"cuBLAS {r['reference_value']:.4g} in the same run ({style.ratio_text(r['ratio'])}×)")
             out.append(f'<g><title>{_e(tip)}</title><circle cx="{x:.1f}" cy="{y:.1f}" r="{4.5 if narrow else 5.5}" '
                        f'fill="{col}" stroke="{col}"/>'
