@@ -132,7 +132,9 @@ def banner() -> None:
         info = gpu.device_info()
         text = (f"**Live mode.** Kernels are compiled and measured on this machine's "
                 f"{info['name']} (sm_{info['cc'][0]}{info['cc'][1]}, {info['sms']} SMs). Every speed "
-                "below is compared with a reference timed in the same run.")
+                "measured here is compared with a reference timed in the same run; tables and figures "
+                "whose caption says *recorded* (the running table of heavens, Nsight Compute panels, "
+                "exercise checks in the built book) are read from the record instead, and say which run.")
         if t.get("simulated") or any(v != "all" for v in runs_here().values()):
             text += (f" Deciding as {gpu.describe_target(t)}: {runs_here_line()}; a kernel this GPU cannot "
                      f"run shows the numbers {rec}, labelled with what it needs.")

@@ -390,17 +390,23 @@ def speed_rows(e: Exercise, recs: list, mine: str = "your kernel", run: str = "t
 
 
 # ------------------------------------------------------------------ notebook calls
+def _words(hint: str) -> str:
+    """A hint code as words for a table: "never_written" -> "never written"."""
+    return hint.replace("_", " ")
+
+
 def _recorded_line(e: Exercise) -> None:
     doc = results.artifact(ARTIFACT)
     got = (doc or {}).get("exercises", {}).get(e.id)
-    head = (f"No GPU here, so this cell cannot run your kernel: {LIVE_WHERE}." if not gpu.live() else
-            f"The built book does not run the kernel in this cell: {LIVE_WHERE}.")
+    head = (f"Shown here: the recorded check of the exercise's files. This cell runs your own kernel only "
+            f"when you execute it on a GPU: {LIVE_WHERE}.")
     if not got:
         ex_fig.report(f"Exercise {e.id}: {e.title}", head + " The check's result for the solution: not "
                       "recorded yet.")
         return
     where = results.artifact_where(doc, ARTIFACT, commit=True)
-    rows = [{"submitted": v, "the check said": got[v]["hint"], "expected": " or ".join(e.expected(v))}
+    rows = [{"submitted": f"{e.stem}.{v}.cu", "the check said": _words(got[v]["hint"]),
+             "expected": " or ".join(_words(h) for h in e.expected(v))}
             for v in e.variants() if v in got]
     sol = got.get("solution", {})
     details = [sol.get("verdict", "")] + list(sol.get("details", []))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from helpers.runtime import bench
 from helpers.runtime.roofline import intensity_kernel, intensity_min
 
 from . import show, style
@@ -103,6 +104,9 @@ def figure(recs: list, ceil: dict, title: str = "Roofline", measured: dict | Non
             hovertext=[hover + h for *_, h in pts], hoverinfo="text"))
         drawn_measured = drawn_measured or bool(i_m)
     where = ceil.get("where", "")
+    pts_where = bench.where(recs) if recs else ""
+    if pts_where and pts_where != where:         # e.g. live roofs under the record's running table
+        where = f"roofs: {where}; points: {pts_where}"
     if away:
         where += ("; left out, recorded on another GPU (this one cannot run them): "
                   + ", ".join(r["kernel"] for r in away))
