@@ -91,5 +91,7 @@ def show_transpose_banks(tile: int = 64, pads=(0, 1)) -> None:
     for pad in pads:
         banks = (np.arange(32) * (tile + pad)) % 32
         distinct = len(set(banks.tolist()))
+        waves = 32 // distinct
         print(f"PAD={pad}: banks hit by lanes 0..7: {' '.join(map(str, banks[:8].tolist()))} ..., "
-              f"{distinct} distinct banks -> {32 // distinct} wavefront(s)")
+              f"{distinct} distinct {'bank' if distinct == 1 else 'banks'} -> "
+              f"{waves} {'wavefront' if waves == 1 else 'wavefronts'}")

@@ -7,7 +7,7 @@ kernel, vec4 and kmajor against cuBLAS).
 from __future__ import annotations
 
 from helpers.figures import show
-from helpers.models import mapping
+from helpers.models import diagnosis, mapping
 from helpers.models.raster import cdiv
 from helpers.runtime import bench, panels
 from helpers.runtime.catalog import Kernel, register
@@ -121,13 +121,19 @@ def show_control(shape=(4096, 4096, 4096)) -> list:
 
 def prose_values() -> dict:
     """{name: value} the prose glues, from the H200's records at the defaults, 4096^3 fp32 (never
-    measured): the ratios to cuBLAS of :data:`CONTROL` (``ctl_naive``, ``ctl_strip4``, ``ctl_vec4``)
-    and the two factors ``strip_x`` (strip4 over naive) and ``float4_x`` (vec4 over strip4),
-    each record against its own cuBLAS; the DRAM bytes each read in one profiled launch
-    (``dram_*``, GB, results/<gpu>-ncu-controls.json). KeyError when one is not recorded."""
+    measured): the ratios to cuBLAS of :data:`CONTROL` (``ctl_naive``, ``ctl_strip4``, ``ctl_vec4``),
+    each record against its own cuBLAS; the DRAM bytes each read in one profiled launch of the
+    control profile (``dram_*``, GB, results/<gpu>-ncu-controls.json) and vec4's L2 hit rate there
+    (``l2_vec4_ctl``, %); vec4's DRAM bytes read and L2 hit rate in chapter 8's panels
+    (``dram_vec4_panel``, GB, and ``l2_vec4_panel``, %; results/<gpu>-ncu-panels.json), which place
+    the roofline's diamonds. KeyError (or StopIteration) when one is not recorded."""
     r = {k: common.recorded_run(k)["ratio"] for k in CONTROL}
-    dram = {k: panels.control(k)[0]["dram__bytes_read.sum"] / 1e9 for k in CONTROL}   # GB, one launch each
+    ctl = {k: panels.control(k)[0] for k in CONTROL}
+    runs, _, _ = panels.recorded()
+    panel = next(x for x in runs if x["key"] == "vec4" and list(x["shape"]) == [4096, 4096, 4096])["panel"]
     return {"ctl_naive": r["naive_yfirst"], "ctl_strip4": r["strip4"], "ctl_vec4": r["vec4"],
-            "strip_x": r["strip4"] / r["naive_yfirst"], "float4_x": r["vec4"] / r["strip4"],
-            "dram_naive": dram["naive_yfirst"], "dram_strip4": dram["strip4"], "dram_vec4": dram["vec4"]}
-
+            "dram_naive": ctl["naive_yfirst"]["dram__bytes_read.sum"] / 1e9,     # GB, one launch each
+            "dram_strip4": ctl["strip4"]["dram__bytes_read.sum"] / 1e9,
+            "dram_vec4": ctl["vec4"]["dram__bytes_read.sum"] / 1e9,
+            "l2_vec4_ctl": diagnosis.panel(ctl["vec4"])["l2_hit"],
+            "dram_vec4_panel": panel["dram_read"] / 1e9, "l2_vec4_panel": panel["l2_hit"]}

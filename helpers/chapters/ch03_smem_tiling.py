@@ -2,14 +2,20 @@
 
 The catalog entry; :func:`show_timings` (heavens 1-3 against cuBLAS), :func:`show_counters`
 (why heaven 3 is slower than heaven 2: Nsight Compute counters of both, recorded on the H200,
-per FFMA) and :func:`show_requested_intensity` (FLOP per byte the tiled loads request).
+per FFMA), :func:`show_loop_sass` (the instructions of the compiled k-tile loop) and
+:func:`show_requested_intensity` (FLOP per byte the tiled loads request).
 """
 from __future__ import annotations
+
+import re
+import subprocess
+from collections import Counter
 
 from helpers.figures import profiling as prof_fig
 from helpers.models import counters, tiles
 from helpers.models.raster import cdiv
 from helpers.runtime import bench, panels, timing
+from helpers.runtime import compile as kc
 from helpers.runtime.catalog import Kernel, register
 
 from . import common
@@ -114,3 +120,36 @@ def show_requested_intensity(shape=(4096, 4096, 4096), tile_sizes=(8, 16, 32)) -
     for t in tile_sizes:
         b = tiles.reuse({"TILE": t}, shape)["tiled"] + 4 * shape[0] * shape[1]
         print(f"TILE = {t:2d}: {timing.gemm_flops(*shape) / b:5.1f} FLOP per byte requested")
+
+
+LOOP_OPS = ("FFMA", "LDS", "LDS.128", "STS", "LDG", "BAR.SYNC")     # what the loop's count names
+
+
+def loop_sass_counts(tile: int = 32, arch: str = "sm_90") -> Counter:
+    """Instructions of one pass of sgemm_smem_tiled's k-tile loop in its compiled SASS (TILE =
+    ``tile``), by mnemonic without modifiers beyond the width ("LDS.128"); global loads counted as
+    "LDG", barriers as "BAR.SYNC". The loop is the longest span between a label and a branch back
+    to it (:func:`helpers.runtime.compile.sass_listing`; raises what it raises)."""
+    lines = kc.sass_listing("03_smem_tiling.cu", "sgemm_smem_tiled", {"TILE": tile}, arch)
+    labels = {ln.rstrip(":"): i for i, ln in enumerate(lines) if ln.startswith(".L_x_")}
+    loops = [(labels[m.group(1)], i) for i, ln in enumerate(lines)
+             if (m := re.search(r"BRA `\((\.L_x_\d+)\)", ln)) and labels.get(m.group(1), i) < i]
+    start, end = max(loops, key=lambda se: se[1] - se[0])
+    ops = Counter()
+    for ln in lines[start + 1:end]:
+        op = re.sub(r"^@!?\w+\s+", "", ln).split()[0]
+        ops["LDG" if op.startswith("LDG") else "BAR.SYNC" if op.startswith("BAR.SYNC") else op] += 1
+    return ops
+
+
+def show_loop_sass(tile: int = 32, arch: str = "sm_90") -> None:
+    """One line: the instructions of :data:`LOOP_OPS` in one pass of the compiled k-tile loop
+    (:func:`loop_sass_counts`); a line saying what is missing where nvcc or nvdisasm is not here."""
+    try:
+        ops = loop_sass_counts(tile, arch)
+    except (FileNotFoundError, subprocess.CalledProcessError) as e:
+        print(f"The compiled loop cannot be listed here: {e}")
+        return
+    print(f"sgemm_smem_tiled, TILE = {tile}, compiled for {arch}: one pass of the k-tile loop issues "
+          + ", ".join(f"{ops[k]} {k}" for k in LOOP_OPS)
+          + " (counted in the SASS listing of nvcc's build, read with nvdisasm)")

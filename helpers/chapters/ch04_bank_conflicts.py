@@ -208,12 +208,15 @@ def show_bank_counters() -> None:
                                "python scripts/ncu_banks.py --out results/h200-banks.json")
     where = ("model only (helpers.models.banks.predict); Nsight Compute counters not recorded yet" if doc is None
              else f"model (helpers.models.banks.predict) vs Nsight Compute, {where}")
-    cols = (["variant"] + [f"{s} {w}" for s in SHORT.values() for w in ("model", "ncu")] + ["st excess", "agree"])
+    cols = (["variant"] + [f"{s} {w}" for s in SHORT.values() for w in ("model", "ncu")]
+            + ["st excess", ("agree", "within tolerance")])
     gemm_rows = bank_counter_rows(doc, "gemm")
     probe_rows = bank_counter_rows(doc, "probe")
     shape_txt = " x ".join(str(s) for s in (doc["_meta"]["shape"] if doc else (512, 512, 512)))
     show.table(gemm_rows, cols, f"Chapter-4 GEMM variants at M, N, K = {shape_txt}, kernel totals; {where}. "
-               "Model and counter side by side.")
+               "Model and counter side by side; 'within tolerance': the three load counters equal the model's, "
+               "and the store conflicts are at least the model's, with an excess (st excess) of at most "
+               f"{ST_NOISE:.0%} of the store instructions.")
     show.table(probe_rows, cols, f"One-warp probes (kernels/04_bank_conflicts.cu: bank_probe); {where}.")
     if doc is not None:
         bad = [r["variant"] for r in gemm_rows + probe_rows if r["agree"] != "yes"]

@@ -8,7 +8,7 @@ equal tiles, GROUP_M), :func:`show_flags` (the two -D switches), :func:`show_ste
 """
 from __future__ import annotations
 
-from helpers.figures import show
+from helpers.figures import show, sweep as sweep_fig
 from helpers.models import tiles
 from helpers.models.raster import cdiv
 from helpers.runtime import bench, catalog, launch, panels, results
@@ -328,13 +328,15 @@ def show_controls(shape=(4096, 4096, 4096)) -> dict:
                + [(f"r{g}", f"GROUP_M={g} / GROUP_M=8") for g in gs if g != 8],
                f"Grouped block order: GROUP_M tile rows per group (0 = plain row order), TFLOP/s (x cuBLAS), "
                f"fp32, {' x '.join(map(str, shape))}, the same run as the table above. {wh}.")
-    print("GROUP_M = 0 against GROUP_M = 8: " + _span([r.get("r0") for r in group_rows]))
+    print("GROUP_M = 0 against GROUP_M = 8: " + ", ".join(
+        f"{r['kernel']} {r['r0']:.3f}x" for r in group_rows if r.get("r0") is not None))
     runs, _, where = panels.recorded()
     for r in runs:
         if r["key"] == "cp_async" and r.get("params") == default and list(r["shape"]) == list(shape):
             pn = r["panel"]
             ab = 4 * (shape[0] * shape[2] + shape[2] * shape[1])
-            print(f"cp_async at its defaults (Nsight Compute, {where}): DRAM busy {pn['dram_pct']:.1f} % of its peak, "
+            print(f"cp_async at its default tile ({_tile(default)}; not the tile of the table above), "
+                  f"Nsight Compute, {where}: DRAM busy {pn['dram_pct']:.1f} % of its peak, "
                   f"L2 hit rate {pn['l2_hit']:.1f} %, DRAM reads {pn['dram_read'] / ab:.1f}x the bytes of A and B")
     return {"steps": step_rows, "group_m": group_rows, "records": recs}
 
@@ -420,17 +422,26 @@ def show_step_resources() -> None:
 
 
 def show_sweep_resources() -> None:
-    """The same for cp_async at its defaults and over its sweep, each configuration once (the sweep
-    holds the defaults too). Raises AssertionError if a configuration the book ships spills."""
-    spec, points, seen = catalog.get("cp_async"), [], set()
-    for pt in ({},) + tuple(spec.sweep):
-        full = tuple(sorted(spec.params(**pt).items()))
-        if full not in seen:
-            seen.add(full)
-            points.append(pt)
-    rows = common.show_resources([("cp_async", pt) for pt in points],
-                                 RESOURCE_COLUMNS[:1] + ["refused"] + RESOURCE_COLUMNS[1:],
-                                 "cp_async over its sweep (changes from the defaults); {where}.")
+    """The same for cp_async over its sweep, each configuration once, labelled as the sweep chart
+    labels its bars: by what it changes from the sweep's most common configuration
+    (:func:`helpers.figures.sweep.sweep_base`); the column "refused" only where a configuration is.
+    Raises AssertionError if a configuration the book ships spills."""
+    spec, points = catalog.get("cp_async"), []
+    for pt in (spec.defaults,) + tuple(spec.sweep):
+        if spec.params(**pt) not in points:
+            points.append(spec.params(**pt))
+    base = sweep_fig.sweep_base([{"params": p} for p in spec.sweep])
+    rows, where = launch.resource_rows([("cp_async", p) for p in points])
+    if not rows:
+        print("resources: " + where)
+        return
+    for r, p in zip(rows, points):
+        diff = " ".join(f"{k}={v}" for k, v in p.items() if v != base.get(k)) or "base"
+        note = r["config"][r["config"].find(" ["):] if " [" in r["config"] else ""    # "[not on this GPU: ...]"
+        r["config"] = diff + (" (the defaults)" if p == spec.params() else "") + note
+    cols = RESOURCE_COLUMNS[:1] + (["refused"] if any("refused" in r for r in rows) else []) + RESOURCE_COLUMNS[1:]
+    show.table(rows, cols, "cp_async over its sweep, each configuration by what it changes from "
+               + " ".join(f"{k}={v}" for k, v in base.items()) + f", as in the sweep chart above; {where}.")
     spilled = [r["config"] for r in rows if "refused" not in r and r.get("spills") != "no"]
     if spilled:
         raise AssertionError(f"a shipped cp_async configuration spills: {spilled}")

@@ -13,7 +13,7 @@ GLOSSARY = "glossary.html#term-"    # raw HTML links: the built page's anchors (
 STEPS = {
     1: ("nothing yet: one thread per element of C",
         f"loads along rows so a warp reads whole 32-byte <a href='{GLOSSARY}sector'>sectors</a>"),
-    2: ("one 4-byte load per instruction", "float4 loads and a K-major B: four elements per load"),
+    2: ("one 4-byte load per instruction", "float4 loads and a 1 x 4 strip of C per thread: four elements per load"),
     3: (f"the <a href='{GLOSSARY}L1-TEX'>L1/TEX</a> data pipe: every operand of every FMA passes through it "
         "(DRAM nearly idle)", "tiles staged in shared memory and reused by the block"),
     4: (f"one shared-memory load per FMA: the shared-memory queue is full (<a href='{GLOSSARY}MIO-throttle'>MIO throttle</a>)",
@@ -29,7 +29,7 @@ STEPS = {
     9: (f"shapes other than multiples of the tile, too few tiles, a ragged last wave (<a href='{GLOSSARY}tile-quantization'>tile quantization</a>)",
         f"<a href='{GLOSSARY}predication'>predicated</a> cp.async, a repack, <a href='{GLOSSARY}split-K'>split-K</a>, "
         f"<a href='{GLOSSARY}stream-K'>stream-K</a>, a dispatcher"),
-    10: ("mma.sync's issue rate: {probe_top:.2f} of cuBLAS with every other stage removed",
+    10: ("mma.sync itself: its instructions alone, every other stage of the loop removed, reach {probe_top:.2f} of cuBLAS",
          f"<a href='{GLOSSARY}TMA'>TMA</a>, wgmma, warp specialization, <a href='{GLOSSARY}persistent-kernel'>persistent</a> tiles, "
          f"<a href='{GLOSSARY}cluster'>clusters</a> (sm_90a)"),
 }

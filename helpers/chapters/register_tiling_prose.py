@@ -43,7 +43,9 @@ def prose_values() -> dict:
       tiles; ``ca_level_min`` / ``ca_level_max``: the same ratio at the deeper and wider tiles;
     - ``ca_plain_small`` (cp_async built like warptile_db: serpentine order, every copy checked,
       at 128 x 128 x 8, from the flag table) and ``db_small`` (warptile_db there), ratios to cuBLAS;
-    - ``group_min`` / ``group_max``: GROUP_M = 0 over GROUP_M = 8, every recorded pair;
+    - ``group_wt_loss_pct``: what plain row order (GROUP_M = 0) costs warptile against GROUP_M = 8, %;
+      ``group_others_dev_pct``: the largest change, either way, of any other GROUP_M over 8 in the
+      other warp-tiled kernels, %;
     - the flag table: ``serp_checked_pct``, ``interior_serp_pct``, ``interior_plain_loss_pct`` (default
       tile, %; the last a loss), ``flags_both`` and ``flags_neither`` (ratios to cuBLAS there), ``small_serp_x`` and
       ``small_interior_x`` (each switch alone at 128 x 128 x 8), ``small_both_pct`` (both against
@@ -66,9 +68,10 @@ def prose_values() -> dict:
     out["ca_level_min"], out["ca_level_max"] = min(level), max(level)
     small_tile = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8}
     out["db_small"] = _ratio("warptile_db", {**catalog.get("warptile_db").defaults, **small_tile})
-    groups = [results.lookup(k, by[0], "float32", SHAPE)["value"] / results.lookup(k, by[8], "float32", SHAPE)["value"]
-              for k, by in ch5.group_m_sets() if 0 in by]
-    out["group_min"], out["group_max"] = min(groups), max(groups)
+    groups = {(k, g): results.lookup(k, p, "float32", SHAPE)["value"] / results.lookup(k, by[8], "float32", SHAPE)["value"]
+              for k, by in ch5.group_m_sets() for g, p in by.items() if g != 8}
+    out["group_wt_loss_pct"] = -_pct(groups["warptile", 0])
+    out["group_others_dev_pct"] = max(abs(_pct(x)) for (k, _), x in groups.items() if k != "warptile")
 
     flags = ch5.flag_rows()
     row = {(r["tile"], r["FMA order"], r["copies"].startswith("interior")): r for r in flags["rows"]}

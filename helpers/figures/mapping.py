@@ -39,8 +39,8 @@ def figure(key: str, p: dict, shape=(32, 32, 8), block=(0, 0), warp: int = 0, st
             for (r, c) in ld["elements"]:
                 if r < z.shape[0] and c < z.shape[1]:
                     z[r, c] = 1
-            notes.append(f"{ld['operand']}: {len(ld['elements'])} floats in {ld['sectors']} sectors")
-        return zA, zB, notes
+            notes.append((ld["operand"], len(ld["elements"]), ld["sectors"]))
+        return zA, zB, _load_notes(notes)
 
     zA, zB, notes0 = z_for(0)
     scale = [[0, "#eeeeee"], [1, "#d62728"]]
@@ -71,3 +71,22 @@ def figure(key: str, p: dict, shape=(32, 32, 8), block=(0, 0), warp: int = 0, st
 def _title(key, warp, block, kk, notes):
     return (f"{key}: warp {warp} of block {block} (outlined dark red in C), loads at {kk}"
             f"<br><sup>{'; '.join(notes)} (a 32-byte sector is the unit of a memory transaction)</sup>")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _load_notes(loads) -> list:
+    """One note per operand from ``loads`` ((operand, floats, sectors) per warp load, in order):
+    "A: 4 floats in 1 sector", or "B: 4 loads of 128 floats in 16 sectors each" when an operand's
+    loads at the step are all alike."""
+    notes = []
+    for op in dict.fromkeys(o for o, _, _ in loads):
+        mine = [(n, s) for o, n, s in loads if o == op]
+        if len(mine) > 1 and len(set(mine)) == 1:
+            n, s = mine[0]
+            notes.append(f"{op}: {len(mine)} loads of {_plural(n, 'float')} in {_plural(s, 'sector')} each")
+        else:
+            notes += [f"{op}: {_plural(n, 'float')} in {_plural(s, 'sector')}" for n, s in mine]
+    return notes
