@@ -397,11 +397,24 @@ RESOURCE_POINTS = ({}, {"STAGES": 2}, {"STAGES": 3}, {"STAGES": 5}, {"BK": 32}, 
 
 def show_resources(shape=(4096, 4096, 4096)) -> None:
     """Registers, shared memory and occupancy of mma_sync_f16 at :data:`RESOURCE_POINTS` (changes
-    from the defaults; a refused one with its rule), or a note saying what is missing."""
-    common.show_resources([("mma_sync_f16", pt) for pt in RESOURCE_POINTS],
-                          ["config", "refused", "threads", "registers", "shared memory (KiB)", "spill bytes",
-                           "blocks/SM", "occupancy"], "Resources of mma_sync_f16 (changes from the defaults), {where}.",
-                          shape, label="params", missing="note")
+    from the defaults) as a table (:func:`helpers.runtime.launch.resource_rows`). A configuration
+    that is refused keeps its row, marked "refused", and the rule it breaks is printed under the
+    table, one line each. A note when neither a GPU nor nvcc is here."""
+    rows, where = launch.resource_rows([("mma_sync_f16", pt) for pt in RESOURCE_POINTS], shape, label="params")
+    if not rows:
+        show.note(f"Registers and shared memory are read from the compiled kernel: this {where}.", title="Resources")
+        return
+    refused = []
+    for r in rows:
+        if "refused" in r:
+            name, _, gpu_why = r["config"].partition(" [not on this GPU: ")
+            refused.append(f"{name}: {gpu_why.rstrip(']') or r['refused']}")
+            r.clear()
+            r.update({"config": f"{name} (refused)"})
+    show.table(rows, ["config", "threads", "registers", "shared memory (KiB)", "spill bytes", "blocks/SM",
+                      "occupancy"], f"Resources of mma_sync_f16 (changes from the defaults), {where}.")
+    for line in refused:
+        print("refused before compiling:", line)
 
 
 REFUSED = ({"BM": 64, "BN": 64}, {"BM": 256, "BN": 128, "BK": 64, "STAGES": 5})

@@ -35,12 +35,12 @@ EXCUSES = {
        "load (register tiles, heavens 4-5). The book takes shared-memory tiling first because "
        "register and warp tiles are built on it; on this GPU the plain 32 x 32 tile of heaven 3 "
        "is slower than heaven 2, and its DRAM traffic is larger (its blocks share less through L2).",
-    6: "WMMA's limiter is L2 traffic (L2 throughput above the busy line with the Tensor pipe under "
-       "it): too little reuse per fetch. Chapter 7's subject is the instruction path (ldmatrix, the "
-       "swizzle, a deeper pipeline), but its default block tile is also twice as wide (128 x 256 "
-       "instead of 128 x 128), which cuts the operand bytes per FLOP to three quarters (they scale "
-       "as 1/BM + 1/BN): the diagnosis names what that wider tile does, not what the chapter is "
-       "about. Chapter 7's ladder times the wider tile as a step of its own.",
+    6: "The table reads WMMA's panel as L2 traffic (the L2 above the busy line, the Tensor pipe under it): too "
+       "little reuse per fetch. That is the rule's reading; no control changes the L2 traffic alone. Chapter 7's "
+       "ladder measures something else: at WMMA's own tile, which asks for the same bytes, the mma.sync code "
+       "(ldmatrix, the swizzle, double-buffered fragments) is already faster, so the book takes that path. Chapter "
+       "7's default also has a wider block tile (128 x 256), which cuts the operand bytes per FLOP to three "
+       "quarters; its ladder times that tile as a step of its own.",
     9: "Heaven 9 runs heaven 7's loop and reads the same: no unit saturated, no data wait in the lead, so "
        "the table says tune, and the tuner found nothing clearly faster. Heaven 10 changes what no "
        "configuration can: wgmma takes its operands from shared memory for a whole warpgroup, TMA copies tiles.",

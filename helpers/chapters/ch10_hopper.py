@@ -214,10 +214,13 @@ def profile_rows() -> tuple[list, str]:
 
 
 def show_ladder(recs: list, caption: str) -> None:
-    """The ladder as a table and as grouped bars, with the recorded tensor-pipe activity."""
+    """The ladder as a table and as grouped bars; where the ladder's shape is the profiled one
+    (results/<gpu>-hopper.json), the recorded tensor-pipe activity on a second axis."""
     records.show_table(recs, caption)
     rows, where = profile_rows()
-    pipe = {SHORT[r["rung"]]: r["tensor pipe active (%)"] for r in rows if r["rung"] in SHORT}
+    profiled = (results.artifact("hopper") or {}).get("shape")
+    same = bool(recs) and all(list(r["shape"]) == list(profiled or []) for r in recs)
+    pipe = {SHORT[r["rung"]]: r["tensor pipe active (%)"] for r in rows if r["rung"] in SHORT} if same else None
     show.figure(hopper_fig.ladder_figure(recs, pipe=pipe, pipe_where=where))
 
 

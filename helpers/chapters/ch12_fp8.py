@@ -336,7 +336,8 @@ def show_resources() -> None:
 def prose_values() -> dict:
     """Every measured number the chapter's prose quotes, from results/<gpu>-fp8.json only:
     ``r1_4096``, ``r1_8192`` (rung 1's ratio to cuBLASLt FP8), ``r1_tflops_8192``, ``lt_tflops_8192``,
-    ``r2_8192`` (rung 2 to per-tensor cuBLASLt), ``r1_bf16_4096``, ``r1_bf16_8192`` (rung 1 to cuBLAS bf16),
+    ``r2_8192`` (rung 2 to per-tensor cuBLASLt), ``r1_bf16_4096``, ``r1_bf16_8192`` (rung 1 to cuBLAS bf16), ``r1_twice_x`` (how far rung 1's two
+    timings of one shape, one beside each reference, differ in TFLOP/s: the larger relative gap),
     ``p{P}_8192`` (the promotion builds), ``err_p0``, ``err_p1``, ``err_block``, ``err_bf16`` (errors
     at the largest recorded K, uniform inputs), ``acc_k`` (that K), ``probe_kept_max`` (the largest
     e whose small term survived across k-tiles), ``torch``. KeyError when something is missing."""
@@ -360,6 +361,9 @@ def prose_values() -> dict:
            "r2_4096": run("fp8_r2_block", mid)["ratio"], "r2_8192": run("fp8_r2_block", big)["ratio"],
            "r1_bf16_4096": run("fp8_r1_tensor", mid, ref="bf16", CLUSTER_M=1)["ratio"],
            "r1_bf16_8192": run("fp8_r1_tensor", big, ref="bf16", CLUSTER_M=1)["ratio"], "torch": doc.get("torch") or "absent"}
+    # rung 1 is timed twice per shape, beside each reference: how far its own two timings differ
+    out["r1_twice_x"] = max(abs(run("fp8_r1_tensor", s, CLUSTER_M=1)["value"]
+                                / run("fp8_r1_tensor", s, ref="bf16", CLUSTER_M=1)["value"] - 1) for s in (mid, big))
     for P in PROMOTIONS:
         out[f"p{P}_8192"] = run("fp8_promote", big, PROMOTE=P)["ratio"]
     acc = sorted((r for r in doc["accuracy"] if r["dist"] == "positive"), key=lambda r: r["K"])[-1]

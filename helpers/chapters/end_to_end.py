@@ -122,13 +122,17 @@ def geomean(rows: list, key: str = "ratio") -> float:
 
 
 def summary(rows: list) -> str:
-    """One line: geomean end to end and kernel-only, how often auto is within 5 % of the best.
-    The two ratios divide by separate cuBLAS timings (each taken in its own alternating rounds),
-    so the line says that a difference of about a hundredth between them is noise."""
+    """One line: geomean end to end and kernel-only, how often auto is within 5 % of the best, and
+    the spread of the two timings read from ``rows`` themselves: on how many shapes the kernel-only
+    run() timed slower than the whole gemm() call, which does more, and by how much at most."""
     ok = sum(1 for r in rows if r["auto within 5% of best"])
+    slower = [r["kernel ms"] / r["ms"] - 1 for r in rows if r.get("kernel ms") and r.get("ms")
+              and r["kernel ms"] > r["ms"]]
+    spread = (f"run() timed slower than the whole gemm() call on {len(slower)} of {len(rows)} shapes, by up to "
+              f"{max(slower):.0%}, so differences of that size between the two are within the measurement's "
+              "spread" if slower else "each against its own cuBLAS timing, taken in separate rounds")
     return (f"{len(rows)} shapes: geomean {geomean(rows):.2f} x cuBLAS end to end through gemm(), "
-            f"{geomean(rows, 'kernel ratio'):.2f} x kernel-only (each against its own cuBLAS timing, taken in "
-            f"separate rounds: a difference of about a hundredth between the two is noise); auto within 5 % "
+            f"{geomean(rows, 'kernel ratio'):.2f} x kernel-only ({spread}); auto within 5 % "
             f"of the fastest strategy on {ok} of {len(rows)}.")
 
 

@@ -46,6 +46,23 @@ def ladder_sizes(lad: list, small: float = SMALL_STEP) -> str:
     return text[0].upper() + text[1:]
 
 
+def default_runs(shape=(4096, 4096, 4096)) -> dict:
+    """The shipped default of ``mma_sync_f16`` at ``shape`` as separate recorded runs timed it,
+    each a ratio to cuBLAS timed in its own run: the running table (results/<gpu>.json), the
+    last rung of the WMMA-to-mma.sync ladder (results/<gpu>-ladder.json), rung 0 of the probe
+    ladder (``extras.mma_sync_probes``) and the tuner's baseline (results/<gpu>-tuning.json).
+    {what: ratio}; KeyError when one is missing or is not the default configuration."""
+    p, data = catalog.get("mma_sync_f16").defaults, results.load()
+    lad = (results.artifact(ch7.LADDER_ARTIFACT) or {}).get("runs", {}).get("float16") or []
+    probe = data["extras"]["mma_sync_probes"]["float16"]
+    tuned = next((r for r in (results.artifact("tuning") or {}).get("runs", []) if r["kernel"] == "mma_sync_f16"), {})
+    base = next((r for r in tuned.get("timed", []) if r.get("stage") == "baseline"), None)
+    if not lad or base is None or any(x.get("params") != p for x in (lad[-1], probe, base)):
+        raise KeyError("a recorded run of mma_sync_f16's shipped default is missing")
+    return {"the running table": _ratio("mma_sync_f16", shape), "the ladder's last rung": lad[-1]["ratio"],
+            "the probe ladder's rung 0": probe["rows"][0]["ratio"], "the tuner's baseline": base["ratio"]}
+
+
 def _ratio(key: str, shape=(4096, 4096, 4096), **changes) -> float:
     """Recorded ratio to cuBLAS of ``key`` at its shipped defaults with ``changes``; KeyError if absent."""
     spec = catalog.get(key)
@@ -62,8 +79,11 @@ def prose_values(shape=(4096, 4096, 4096)) -> dict:
     which are small (:func:`ladder_sizes`), the cp.async write conflicts the model misses
     (results/<gpu>-ldmatrix.json), the PROBE ladder with its clock (MHz) and power (W) samples (``extras.mma_sync_probes``; ``probe_store_us``: what
     dropping the C stores saved, ``c_copy_us``: C's bytes at the recorded copy bandwidth), the L2 size
-    (MiB, the recorded device spec) and the operand panels one wave reads in each block order (model:
-    :func:`helpers.models.raster.wave_panels`, MB). KeyError when a record is missing."""
+    (MiB, the recorded device spec), the operand panels one wave reads in each block order (model:
+    :func:`helpers.models.raster.wave_panels`, MiB, as the block-order figure gives them) and the
+    spread of the default kernel between recorded runs (``spread_lo`` / ``spread_hi``: the lowest
+    and highest ratio of :func:`default_runs`, ``spread_n`` runs, ``spread_x`` the relative gap).
+    KeyError when a record is missing."""
     data, lad = results.load(), (results.artifact(ch7.LADDER_ARTIFACT) or {}).get("runs", {}).get("float16")
     probes, ldsm = data["extras"]["mma_sync_probes"], results.artifact("ldmatrix")
     if not lad or not ldsm:
@@ -99,5 +119,8 @@ def prose_values(shape=(4096, 4096, 4096)) -> dict:
     for g in (1, p["GROUP_M"]):
         w = raster.wave_panels({**p, "GROUP_M": g}, shape, ch7.gpu_sms(), elem_bytes=2)
         out.update({f"wave_g{g}_a": len(w["a_panels"]), f"wave_g{g}_b": len(w["b_panels"]),
-                    f"wave_g{g}_mb": (w["a_bytes"] + w["b_bytes"]) / 1e6})
+                    f"wave_g{g}_mib": (w["a_bytes"] + w["b_bytes"]) / 2 ** 20})
+    runs = default_runs(shape)
+    out.update(spread_lo=min(runs.values()), spread_hi=max(runs.values()), spread_n=len(runs),
+               spread_x=max(runs.values()) / min(runs.values()) - 1)
     return out

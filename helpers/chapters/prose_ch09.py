@@ -38,7 +38,9 @@ def prose_values() -> dict:
     """Every measured number of chapter 9's Markdown (ratios to cuBLAS unless named otherwise;
     ``*_us`` in µs, ``*_ms`` in ms, ``*_mhz`` in MHz, ``*_w`` in W, fractions for shares), from
     the recorded sections of results/<gpu>-anyshape.json (odd shapes, split-K, waves and their
-    control, the zoo), the board's power limit in results/<gpu>.json, and the wave model
+    control, the zoo, the end-to-end zoo: ``llm_gemms`` / ``llm_models``, how many LLM GEMMs and
+    models it holds, in words; ``run_slower_n`` of ``e2e_n`` shapes where the pre-planned run()
+    timed slower than the whole gemm() call, by up to ``run_slower_max``), the board's power limit in results/<gpu>.json, and the wave model
     (:func:`helpers.models.anyshape.waves`). KeyError when a record is missing."""
     doc = results.artifact("anyshape")
     if not doc:
@@ -74,6 +76,13 @@ def prose_values() -> dict:
     small = _waves(2176, 256, 8)
     out.update(small_waves=small["waves"], small_last=small["last_wave_full"])
 
+    e2e = doc.get("end_to_end") or []
+    llm = sorted({r["label"] for r in e2e if r["group"] == "LLM"})
+    models = {lab.split()[0] for lab in llm}                     # "Llama-3-8B MLP down (...)" -> "Llama-3-8B"
+    words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+    slower = [r["kernel ms"] / r["ms"] - 1 for r in e2e if r["kernel ms"] > r["ms"]]
+    out.update(llm_gemms=words.get(len(llm), str(len(llm))), llm_models=words.get(len(models), str(len(models))),
+               e2e_n=len(e2e), run_slower_n=len(slower), run_slower_max=max(slower, default=0.0))
     noise = model.same_plan_spread(doc["zoo"])
     tiny = next(r for r in doc["zoo"] if (r["M"], r["N"], r["K"]) == (64, 64, 64))
     out.update(noise_median=noise["median"], noise_max=noise["max"], noise_max_shape=noise["max_shape"],

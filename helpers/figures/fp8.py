@@ -30,7 +30,7 @@ def formats_figure(lo: float = -30.0, hi: float = 20.0):
         x = np.linspace(a, b, 241)
         rel = qm.spacing(name, np.exp2(x)) / np.exp2(x)
         fig.add_trace(go.Scatter(
-            x=x, y=rel, mode="lines", name=f"{name} ({row['exponent bits']}e{row['mantissa bits']}m, max {row['max']:g})",
+            x=x, y=rel, mode="lines", name=f"{name} ({row['exponent bits']} exponent, {row['mantissa bits']} mantissa bits, max {row['max']:g})",
             line=dict(color=FORMAT_COLORS[name], width=2, shape="hv"),
             hovertemplate=f"{name}<br>value 2^%{{x:.1f}}<br>gap / value %{{y:.3g}}<extra></extra>"))
     fig.update_xaxes(title_text="log2 |value|", dtick=5)
@@ -75,7 +75,8 @@ def scaling_figure(x, labels=("as it is", "per-tensor scale", "1 x 128 block sca
 
 ACC_SERIES = (("promote_0", "fp8, no promotion"), ("promote_4", "fp8, promoted every 4 k-tiles"),
               ("promote_2", "fp8, every 2"), ("promote_1", "fp8, every k-tile"),
-              ("block", "fp8 block scales (promoted every k-tile)"), ("bf16_tensor", "cuBLAS bf16 (same inputs)"))
+              ("block", "fp8 block scales (promoted every k-tile)"),
+              ("bf16_tensor", "cuBLAS bf16, C stored in bf16 (same inputs)"))
 
 
 def accuracy_figure(rows: list, where: str, dist: str = "positive"):
@@ -92,29 +93,41 @@ def accuracy_figure(rows: list, where: str, dist: str = "positive"):
     m = f"{rows[0]['M']} x {rows[0]['N']}" if rows else ""
     fig.update_xaxes(title_text="K", type="log")
     fig.update_yaxes(title_text="||C - C64|| / ||C64||", type="log")
-    fig.update_layout(height=460, title=dict(
+    fig.update_layout(height=480, margin=dict(t=130), title=dict(
         text=f"Error against K: the Tensor Core's accumulator with and without promotion<br><sup>measured, "
-             f"{m} x K, {'uniform [0, 1)' if dist == 'positive' else 'standard normal'} inputs, C in fp32, "
-             f"reference float64 of the dequantized inputs; {where}</sup>", x=0.01))
+             f"{m} x K, {'uniform [0, 1)' if dist == 'positive' else 'standard normal'} inputs, reference float64 of "
+             f"the dequantized inputs<br>fp8 builds: C in fp32; cuBLAS bf16: C in bf16, its line mostly that rounding "
+             f"(fp32 C: not measured)<br>{where}</sup>", x=0.01))
     return fig
 
 
 def probe_figure(probe: dict, where: str):
     """The accumulator probe: the fraction of the small term kept (1 = exact, 0 = lost)
-    against how many bits it sits below the running sum, in the three placements."""
+    against how many bits it sits below the running sum, in the three placements. The probe
+    builds the small term from two pairs of factors, so some distances are probed twice; each
+    distance is one point, the mean of its probes, and the hover lists every probe's value."""
     names = {"within": "inside one k32 instruction", "steps": "across k32 steps", "tiles": "across k-tiles"}
     fig = go.Figure()
+    twice = 0
     for i, (mode, v) in enumerate(probe.items()):
-        fig.add_trace(go.Scatter(x=v["e"], y=v["kept"], mode="markers+lines", name=names.get(mode, mode),
-                                 line=dict(color=GROUP_COLORS[i]), marker=dict(size=8 - 2 * i),
-                                 hovertemplate="2^-%{x} of the sum<br>kept %{y:.3g}<extra></extra>"))
+        by_e: dict = {}
+        for e, k in zip(v["e"], v["kept"]):
+            by_e.setdefault(e, []).append(k)
+        es = sorted(by_e)
+        twice = max(twice, sum(len(by_e[e]) > 1 for e in es))
+        fig.add_trace(go.Scatter(x=es, y=[sum(by_e[e]) / len(by_e[e]) for e in es], mode="markers+lines",
+                                 name=names.get(mode, mode), line=dict(color=GROUP_COLORS[i]), marker=dict(size=8 - 2 * i),
+                                 customdata=[", ".join(f"{k:.3g}" for k in by_e[e]) for e in es],
+                                 hovertemplate="2^-%{x} of the sum<br>kept %{customdata}<extra></extra>"))
     fig.add_vline(x=23.5, line=dict(color="#888", dash="dot"), annotation_text="fp32 keeps 23 bits",
                   annotation_position="top left")
     fig.update_xaxes(title_text="bits below the running sum (small term = sum x 2^-e)", dtick=2)
     fig.update_yaxes(title_text="small term kept (result / small term)")
-    fig.update_layout(height=420, title=dict(
+    note = (f"<br>{twice} distances are probed twice (the small term built two ways): each point is their mean, "
+            "the hover lists both<br>" if twice else "; ")
+    fig.update_layout(height=440, margin=dict(t=120), title=dict(
         text=f"How many bits the FP8 Tensor Core keeps in its accumulator<br><sup>measured: big + small - big "
-             f"through wgmma e4m3, C in fp32; {where}</sup>", x=0.01))
+             f"through wgmma e4m3, C in fp32{note}{where}</sup>", x=0.01))
     return fig
 
 

@@ -92,7 +92,7 @@ def pipeline_figure(events: list, title: str = ""):
 def ladder_figure(recs: list, title: str = "The Hopper ladder", pipe: dict | None = None, pipe_where: str = ""):
     """Bars of each rung's ratio to cuBLAS (same run), one group per (dtype, shape); with
     ``pipe`` ({rung label: tensor-pipe active %} from Nsight Compute), a line of that
-    activity as a fraction, on the same axis (``pipe_where`` says where it was measured)."""
+    activity in %, on a second axis at the right (``pipe_where`` says where it was measured)."""
     fig = go.Figure()
     groups: dict = {}
     for r in recs:
@@ -106,12 +106,16 @@ def ladder_figure(recs: list, title: str = "The Hopper ladder", pipe: dict | Non
             hovertext=[f"{r['title']}<br>{r['value']:.0f} TFLOP/s, cuBLAS {r['reference_value']:.0f}" for r in rs],
             hoverinfo="text+y"))
     if pipe:
-        fig.add_trace(go.Scatter(x=list(pipe), y=[v / 100 for v in pipe.values()], mode="lines+markers",
-                                 name="tensor pipe active (Nsight Compute, bf16 4096^3)",
-                                 hovertemplate="%{x}: tensor pipe active %{y:.1%}<br>" + pipe_where + "<extra></extra>"))
+        fig.add_trace(go.Scatter(x=list(pipe), y=list(pipe.values()), mode="lines+markers", yaxis="y2",
+                                 name="tensor pipe active, % (right axis; Nsight Compute, bf16 4096^3)",
+                                 hovertemplate="%{x}: tensor pipe active %{y:.1f} %<br>" + pipe_where
+                                 + "<extra></extra>"))
     fig.add_hline(y=1.0, line_dash="dot", annotation_text="cuBLAS", annotation_position="top left")
-    fig.update_layout(barmode="group", height=420, margin=dict(l=60, r=20, t=80, b=40),
+    fig.update_layout(barmode="group", height=420, margin=dict(l=60, r=60 if pipe else 20, t=80, b=40),
                       title=dict(text=f"{title}<br><sup>{where(recs)}</sup>", x=0.01),
                       yaxis=dict(title="ratio to cuBLAS (same run)", rangemode="tozero"),
                       legend=dict(orientation="h", y=-0.25))
+    if pipe:
+        fig.update_layout(yaxis2=dict(title="tensor pipe active (%)", overlaying="y", side="right",
+                                      range=[0, 105], showgrid=False))
     return fig

@@ -226,9 +226,11 @@ def spearman(run: dict) -> float | None:
 
 
 def rank_figure(runs: list, where: str):
-    """Model rank (x) against measured rank (y) of each run's timed configurations, one colour
-    per kernel; a perfect model puts every point on the diagonal. Spearman's rho per kernel
-    in the title."""
+    """Model rank (x) against measured rank (y) of each run's timed configurations that the model
+    scored (:func:`rank_pairs`: its head, the random sample and any neighbour it had ranked; the
+    default and the other neighbours are timed without a score), one colour per kernel, both ranks counted among those points;
+    a perfect model puts every point on the diagonal. Spearman's rho per kernel, and how many of
+    its timed configurations are drawn, in the title."""
     fig = go.Figure()
     n_max, rhos = 1, []
     for i, run in enumerate(runs):
@@ -237,7 +239,8 @@ def rank_figure(runs: list, where: str):
         if not pairs:
             continue
         rho = spearman(run)
-        rhos.append(f"{run['kernel']} {rho:+.2f}" if rho is not None else f"{run['kernel']} -")
+        shown = f" ({len(pairs)} of {len(run.get('timed', []))} timed)"
+        rhos.append(f"{run['kernel']} {rho:+.2f}{shown}" if rho is not None else f"{run['kernel']} -{shown}")
         n_max = max(n_max, len(pairs))
         fig.add_trace(go.Scatter(
             x=[a for a, _, _ in pairs], y=[b for _, b, _ in pairs], mode="markers", name=run["kernel"],
@@ -247,10 +250,11 @@ def rank_figure(runs: list, where: str):
     fig.add_trace(go.Scatter(x=[1, n_max], y=[1, n_max], mode="lines", name="perfect model",
                              line=dict(color="#888", dash="dash", width=1), hoverinfo="skip"))
     fig.update_layout(title=dict(text=f"The cost model's order against the measured one<br><sup>Spearman rho: "
-                                      f"{' · '.join(rhos)}<br>{where}</sup>", x=0.01, font=dict(size=14)),
+                                      f"{' · '.join(rhos)}<br>points: the configurations with a model score (not the default, not "
+                                      f"most neighbours); ranks among them<br>{where}</sup>", x=0.01, font=dict(size=14)),
                       xaxis=dict(title="model rank (1 = predicted fastest)"),
                       yaxis=dict(title="measured rank (1 = fastest)", autorange="reversed"),
-                      height=480, legend=dict(orientation="h", y=-0.2), margin=dict(l=60, r=20, t=100, b=40))
+                      height=500, legend=dict(orientation="h", y=-0.2), margin=dict(l=60, r=20, t=120, b=40))
     return fig
 
 
