@@ -2,7 +2,7 @@
 it alternates with?
 
 Every speed in the book is a ratio to cuBLAS timed in alternating rounds with the kernel
-(:func:`helpers.runtime.timing.time_pair`). On the H200 the recorded cuBLAS fp16 rate at
+(:func:`helpers.runtime.bench.measure`). On the H200 the recorded cuBLAS fp16 rate at
 4096^3 differs between runs: 739.6 TFLOP/s timed alone (the ceilings), 648 to 719 beside
 heavens 6 to 10 (results/h200.json). This script times cuBLAS alternately with four
 partners in one run, with the SM clock and board power sampled during each pair
@@ -19,7 +19,8 @@ Usage (a GPU machine, repository root; about a minute on an H200)::
     GEMM_BOOK_COMMIT=$(git rev-parse --short=12 HEAD) python scripts/reference_control.py [--out DIR] [--rounds 5]
 
 Writes ``reference_control.json`` to --out (default: results/, as <gpu>-reference.json):
-per partner, cuBLAS's median ms and TFLOP/s, the partner's ms, and the clock/power summary.
+per partner, cuBLAS's TFLOP/s beside it, the partner's ms (and its error where it computes
+the GEMM), and the clock/power summary.
 If cuBLAS's rate beside a partner differs from its rate beside itself by more than the spread
 of the pairs, a same-run ratio depends on the partner, and the book must say by how much.
 """
@@ -47,36 +48,39 @@ def main():
     cp = gpu.cupy()
     M, N, K = SHAPE
     data = bench.inputs(SHAPE, "float16", "gemm")
-    A, B, C = data.args()
-    C2 = cp.empty_like(C)                                # cuBLAS beside itself writes another C
-    cublas = timing.cublas_gemm(A, B, C)
     src = cp.ones(128 * 2 ** 20, cp.float16)             # 256 MB, copied device to device
     dst = cp.empty_like(src)
-    flop = timing.gemm_flops(M, N, K)
     rows = []
     for name in PARTNERS:
+        # bench.measure times `run` and cuBLAS (data.reference) in alternating rounds: its
+        # reference_value is cuBLAS's rate beside this partner, the number this control is after
+        check, layout = True, "NN"
         if name == "cuBLAS":
-            fn = timing.cublas_gemm(A, B, C2)
+            def run(A, B, C):
+                cp.matmul(A, B, out=C)
         elif name == "copy":
-            fn = timing.memcpy_d2d(dst, src)
+            check = False                                # the partner computes no GEMM
+            copy = timing.memcpy_d2d(dst, src)
+
+            def run(A, B, C, copy=copy):
+                copy()
         else:
             spec = catalog.get(name)
             if not spec.runs_on(gpu.device_info()["cc"]):
                 rows.append({"partner": name, "skipped": f"needs {spec.needs()}"})
                 continue
-            L, args = launch.prepare(name, SHAPE), data.args(spec.layout)
+            L, layout = launch.prepare(name, SHAPE), spec.layout
 
-            def fn(L=L, args=args):
+            def run(*args, L=L):
                 L(*args, M, N, K)
         with power.PowerSampler() as ps:
-            t = timing.time_pair(fn, cublas, rounds=a.rounds, budget_ms=a.budget_ms)
-        row = {"partner": name, "cuBLAS ms": bench.sig(t["ref_ms"]),
-               "cuBLAS TFLOP/s": bench.sig(timing.tflops(flop, t["ref_ms"])),
-               "partner ms": bench.sig(t["ms"]),
-               "cuBLAS ms per round": [bench.sig(r) for _, r in t["rounds"]], "power": ps.summary()}
+            r = bench.measure(run, SHAPE, "float16", data=data, layout=layout, check=check, rounds=a.rounds,
+                              budget_ms=a.budget_ms, kernel=name).as_dict()
+        row = {"partner": name, "cuBLAS TFLOP/s": r["reference_value"], "partner ms": r["ms"],
+               "partner rel_err": r["rel_err"], "power": ps.summary()}
         rows.append(row)
-        print(f"cuBLAS beside {name:26s} {row['cuBLAS TFLOP/s']:8.1f} TFLOP/s  rounds "
-              f"{row['cuBLAS ms per round']}  {power.power_note(row['power'])}", flush=True)
+        print(f"cuBLAS beside {name:26s} {row['cuBLAS TFLOP/s']:8.1f} TFLOP/s  partner {r['ms']} ms  "
+              f"{power.power_note(row['power'])}", flush=True)
     doc = {"provenance": results.provenance(), "command": "scripts/reference_control.py",
            "shape": list(SHAPE), "dtype": "float16", "rounds": a.rounds, "pairs": rows}
     out = Path(a.out) / "reference_control.json" if a.out else \
