@@ -198,12 +198,10 @@ def reference_note(recs: list, ceilings: dict) -> str:
             span = f"{lo:.0f}" if round(lo) == round(hi) else f"{lo:.0f} to {hi:.0f}"
             hv = sorted({r["chapter"] for r in rs})
             who = f"heaven {hv[0]}" if len(hv) == 1 else f"heavens {hv[0]} to {hv[-1]}"
-            parts.append(f"{SHORT[dt]}: {alone[dt]:.0f} TFLOP/s timed alone, {span} TFLOP/s timed alternately "
-                         f"with {who}")
+            parts.append(f"cuBLAS {SHORT[dt]} ran at {alone[dt]:.0f} TFLOP/s alone, {span} beside {who}")
     if not parts:
         return ""
-    return ("cuBLAS's own rate depends on its run (" + "; ".join(parts) + "), so each label divides "
-            "by the cuBLAS timed in the same rounds as its kernel, not by the roof")
+    return "; ".join(parts) + ": each label divides by the cuBLAS of its own rounds, not by the roof"
 
 
 def staircase_html(recs: list, ceilings: dict) -> str:
