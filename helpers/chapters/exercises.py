@@ -360,14 +360,15 @@ def explain(e: Exercise, out: dict) -> tuple[str, list, str]:
 
 def speed_rows(e: Exercise, recs: list, mine: str = "your kernel", run: str = "this run") -> tuple[list, str]:
     """Rows (yours, named ``mine``; the chapter's kernel) with TFLOP/s, cuBLAS TFLOP/s and
-    ratios, and one sentence that places yours: first against the chapter's kernel timed
-    beside it (the honest comparison: same run, same cuBLAS), then, for scale, beside the
-    recorded ratios of the heavens taught so far (chapters up to ``e.chapter``) of the same
-    dtype, which come from another run. ``run`` names the run the rows come from."""
+    ratios, and one sentence that places yours: first against the chapter's kernel timed in
+    the same run (its ratio to cuBLAS over the chapter's: each kernel alternated with its own
+    cuBLAS rounds, so a clock that moved between the two cancels), then, for scale, beside
+    the recorded ratios of the heavens taught so far (chapters up to ``e.chapter``) of the
+    same dtype, which come from another run. ``run`` names the run the rows come from."""
     rows = [{"kernel": mine if i == 0 else r["title"], "TFLOP/s": r["value"], "cuBLAS TFLOP/s": r["reference_value"],
              "ratio to cuBLAS": r["ratio"]} for i, r in enumerate(recs)]
-    if len(recs) == 2 and recs[1]["value"]:
-        rows[0][VS] = round(recs[0]["value"] / recs[1]["value"], 3)
+    if len(recs) == 2 and recs[1]["ratio"]:
+        rows[0][VS] = round(recs[0]["ratio"] / recs[1]["ratio"], 3)
     dtype = catalog.get(e.key).dtype
     stairs = []
     for h, key in sorted(common.HEADLINE.items()):
@@ -381,7 +382,8 @@ def speed_rows(e: Exercise, recs: list, mine: str = "your kernel", run: str = "t
     who = mine[0].upper() + mine[1:]
     place = f"{who}: {style.ratio_text(recs[0]['ratio'])} of cuBLAS in {run}"
     if VS in rows[0]:
-        place += f", {style.ratio_text(rows[0][VS])} of the chapter's kernel timed beside it"
+        place += (f", {style.ratio_text(rows[0][VS])} of the chapter's kernel in the same run (ratio over ratio: "
+                  "each had its own cuBLAS rounds)")
     if stairs:
         place += (f". For scale, the {dtype} heavens so far on the staircase (recorded in another run, so a few "
                   "hundredths either way is noise): "
