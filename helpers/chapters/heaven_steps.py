@@ -30,7 +30,8 @@ STEPS = {
         f"<a href='{GLOSSARY}predication'>predicated</a> cp.async, a repack, <a href='{GLOSSARY}split-K'>split-K</a>, "
         f"<a href='{GLOSSARY}stream-K'>stream-K</a>, a dispatcher"),
     10: ("mma.sync itself: its instructions alone, every other stage of the loop removed, reach {probe_top:.2f} of cuBLAS",
-         f"<a href='{GLOSSARY}TMA'>TMA</a>, wgmma, warp specialization, <a href='{GLOSSARY}persistent-kernel'>persistent</a> tiles, "
+         f"<a href='{GLOSSARY}TMA'>TMA</a>, <a href='{GLOSSARY}wgmma'>wgmma</a>, "
+         f"<a href='{GLOSSARY}warp-specialization'>warp specialization</a>, <a href='{GLOSSARY}persistent-kernel'>persistent</a> tiles, "
          f"<a href='{GLOSSARY}cluster'>clusters</a> (sm_90a)"),
 }
 
