@@ -343,7 +343,9 @@ def ldsm_rows(pads=(0, 8, 16), shape=(512, 512, 512)) -> list:
 def show_ldsm_model(pads=(0, 8, 16), shape=(512, 512, 512)) -> None:
     """The table of :func:`ldsm_rows`, captioned as a prediction."""
     rows = ldsm_rows(pads, shape)
+    d = catalog.get("wmma_f16").defaults
     show.table(rows, list(rows[0]), "Model of the WMMA kernel's fragment loads (helpers/models/mma_sync.py), "
+               f"default tile {d['BM']} x {d['BN']} x {d['BK']} (warp tile {d['WM']} x {d['WN']}), "
                f"M = N = K = {shape[0]}; a prediction, not a measurement.")
 
 
@@ -366,7 +368,9 @@ def prose_values(shape=(4096, 4096, 4096)) -> dict:
     stalls in cycles per instruction, ``*_x`` multiples), the shared-memory bank conflicts of
     WMMA's panel by kind (``wmma_conflicts_ld`` / ``_st``, counts) and chapter 7's recorded ladder
     (``ladder_*``, results/<gpu>-ladder.json). ``bytes_per_flop_x``: the operand bytes per FLOP
-    of WMMA's block tile over mma.sync's (1/BM + 1/BN, arithmetic). KeyError when a record is missing."""
+    of WMMA's block tile over mma.sync's (1/BM + 1/BN, arithmetic). ``wmma_pitch_a0`` / ``_b0``: the
+    bytes between two rows of the shared A and B tiles at the defaults with ``PAD = 0`` (2 * BK,
+    2 * BN; arithmetic). KeyError when a record is missing."""
     r = counters.by_field(counter_rows(shape)[0])
     wm, mm = catalog.get("wmma_f16").defaults, catalog.get("mma_sync_f16").defaults
     sweep = [x["ratio"] for x in results.load()["runs"] if x["kernel"] == "wmma_f16" and x.get("ratio")
@@ -396,6 +400,7 @@ def prose_values(shape=(4096, 4096, 4096)) -> dict:
         "wmma_conflicts_ld": int(m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"]),
         "wmma_conflicts_st": int(m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"]),
         "bytes_per_flop_x": (1 / wm["BM"] + 1 / wm["BN"]) / (1 / mm["BM"] + 1 / mm["BN"]),
+        "wmma_pitch_a0": 2 * wm["BK"], "wmma_pitch_b0": 2 * wm["BN"],
         "ladder_wmma": ladder[0]["ratio"], "ladder_mma_equal": ladder[1]["ratio"],
         "ladder_equal_share": (ladder[1]["ratio"] - ladder[0]["ratio"]) / (ladder[-1]["ratio"] - ladder[0]["ratio"]),
     }

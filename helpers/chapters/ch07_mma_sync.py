@@ -10,7 +10,7 @@ The numbers its Markdown quotes are read from the records in :mod:`helpers.chapt
 """
 from __future__ import annotations
 
-from helpers.figures import fragments as fragments_fig, probes as probes_fig, show
+from helpers.figures import fragments as fragments_fig, probes as probes_fig, show, style
 from helpers.models import mma_sync
 from helpers.models.mma_sync import MMA_TEACHING, WMMA_NCU, predict_ncu_mma_sync, predict_ncu_wmma_ldsm
 from helpers.runtime import bench, catalog, gpu, launch, power, precision, results, timing
@@ -430,7 +430,7 @@ def show_refusals(shape=(4096, 4096, 4096), bad=REFUSED) -> None:
         try:
             spec.validate(spec.params(**b), shape, smem_limit=limit)
         except ValueError as err:
-            print(f"{b}: refused before compiling: {err}")
+            print(f"{style.params_text(b)}: refused before compiling: {err}")
             continue
         raise AssertionError(f"{b} was accepted")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.figures import hopper as hopper_fig, records, show
+from helpers.figures import hopper as hopper_fig, records, show, style
 from helpers.models import hopper as model
 from helpers.models.raster import cdiv
 from helpers.runtime import anyshape, bench, catalog, compile as kc, gpu, launch, results, tma, verify
@@ -321,7 +321,8 @@ def show_refusals(shape=(4096, 4096, 4096)) -> None:
             spec.validate(spec.params(**bad_p), bad_s)
             raise AssertionError(f"{bad_p} {bad_s} was accepted")
         except ValueError as e:
-            print(f"{bad_p or 'defaults'} on M, N, K = {bad_s}: refused before compiling: {e}")
+            print(f"{style.params_text(bad_p)} on M, N, K = {', '.join(map(str, bad_s))}: "
+                  f"refused before compiling: {e}")
 
 
 # ------------------------------------------------------------------ numbers the prose quotes (MyST-NB glue)

@@ -73,7 +73,8 @@ def tuner_values() -> dict:
     to cuBLAS, a fraction; ``ex_lead_places``: where that leader placed in the two confirmation races,
     in words), the tuner's pick in those races (``pick_places``, ``share_timed``), the tuning figures'
     line (``near``, % of the best), the tuned kernels against
-    chapter 7's mma-only ceiling (``ceil_*``, ratios to cuBLAS), the FP32 build profiles
+    chapter 7's mma-only ceiling (``ceil_*``, ratios to cuBLAS; ``ceil_f16_share``: the default's
+    share of that ceiling within the probe run, a fraction), the FP32 build profiles
     (``regs_*``, ``issue_*`` in %), the cuBLAS comparison (``ffma_diff_pct``, ``waves_x``,
     ``ctl_*`` ratios) and the defaults' margin with the measurement noise it covers (fractions)."""
     full, tuned = results.artifact("tuning-exhaustive"), results.artifact("tuning")
@@ -104,8 +105,9 @@ def tuner_values() -> dict:
             "ex_race_n": len(ex["confirmed"]),
             "pick_places": places(acc[0]["rank of the pick"], acc[-1]["rank of the pick"]),
             "share_timed": acc[0]["share timed"],
-            "ceil_f16": ceil["mma_sync_f16"]["mma-only ceiling (of cuBLAS)"],
-            "ceil_f16_tuned": ceil["mma_sync_f16"]["tuned (of cuBLAS)"],
+            "ceil_f16": ceil["mma_sync_f16"]["mma-only ceiling (of cuBLAS), probe run"],
+            "ceil_f16_tuned": ceil["mma_sync_f16"]["tuned (of cuBLAS), tuning run"],
+            "ceil_f16_share": ceil["mma_sync_f16"]["default / ceiling, probe run"],
             "regs_shipped": int(shipped["metrics"]["launch__registers_per_thread"]),
             "issue_shipped": shipped["panel"]["issue_pct"],
             "regs_cmp": cub["launch"][0]["registers"], "issue_cmp": c["issue_pct"]["a"],
