@@ -17,6 +17,7 @@ chapters/  one module per chapter: its catalog entries and the calls its noteboo
     prose_ch07           chapter 7's prose values: every number its Markdown quotes, read from the records
     ch08_profiling       Nsight Compute panels of every heaven, the decision table, the measured roofline
     prose_ch08           chapter 8's prose values: every number its Markdown quotes, read from the records
+    cublas_fp32          chapter 8: the best FP32 kernel beside cuBLAS's under one profiler (recorded)
     ch09_any_shape       any M, N, K (predication, padding), split-K, stream-K: catalog entries, measurements
     dispatcher_demo      chapter 9's live call of helpers.gemm on an odd shape (ch09_any_shape is full)
     prose_ch09           chapter 9's prose values: every number its Markdown quotes, read from the records
@@ -54,7 +55,7 @@ models/    pure Python/NumPy models of what the kernels do (no runtime, no Plotl
     anyshape             waves, split-K and stream-K models and who computes which (tile, k-tile), the dispatcher's rules
     hopper               TMA swizzle, wgmma descriptors, accumulator layout, mbarrier ring of chapter 10
     fp8                  e4m3 / e5m2 formats, per-tensor and block quantization, encode/decode tables
-    diagnosis            Nsight Compute panel -> bottleneck -> next step (seed 000 §5.2's decision table)
+    diagnosis            Nsight Compute panel -> bottleneck -> next step (the book's decision table)
     tuning               the autotuner's space and cost model (waves x reuse x latency hiding), Spearman
     exercise             a reader's wrong kernel in owner-map terms, the hint (race, tile edge, thread order, ...)
 runtime/   compile, check, launch, verify, time, record (no chapter knowledge: no catalog key, no Plotly)

@@ -193,7 +193,7 @@ register(Kernel(key="cp_async", title="warp tiling + cp.async multistage pipelin
                 smem=_cp_async_smem, owner=tiles.owner_warptile,
                 sweep=frozen_sweep({**_WT_BASE, "STAGES": 3}, _CA_SWEEP),
                 **_WT_GEOM, **_R))
-# Pitfall (seed 003, "register spills"): asking __launch_bounds__ for more
+# Pitfall ("register spills"): asking __launch_bounds__ for more
 # resident blocks than the registers allow. MIN_BLOCKS=2 on the 128 x 256 tile
 # caps ptxas at 65536 / (2 * 256) = 128 registers for 128 accumulators + 48
 # fragment registers: it spills to local memory. Correct, just slow; the GPU

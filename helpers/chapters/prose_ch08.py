@@ -1,6 +1,6 @@
 """Chapter 8's prose values: every measured number its Markdown quotes, read from the records.
 
-A module of its own because ``helpers/chapters/ch08_profiling.py`` is at the 500-line limit; it
+A module of its own because ``helpers/chapters/ch08_profiling.py`` is near the 500-line limit; it
 belongs to chapter 8's page (its glue cell calls :func:`prose_values`) and reads only the
 records (``results/h200*.json``), the catalog and the models: nothing is measured here.
 """
