@@ -37,8 +37,10 @@
 //    Preconditions: none (every index is guarded).
 //
 // 2. sgemm_kmajor: the operand layout. B is handed over transposed, as
-//    Bt = B^T (N x K, row-major, ldb = K): "K-major", the layout CUTLASS and
-//    cuBLAS call "T" for B. Now both dot-product operands are contiguous in k:
+//    Bt = B^T (N x K, row-major, ldb = K): "K-major", each column of B
+//    contiguous (in the column-major naming of BLAS and CUTLASS, the "N" of
+//    a "TN" GEMM, whose A is row-major). Both dot-product operands are now
+//    contiguous in k:
 //
 //      acc = sum over k of A[row][k] * Bt[col][k]   (float4 along k for both)
 //

@@ -41,7 +41,7 @@
 //   WM, WN       warp tile (steps 4-6); the 32 lanes form LM x LN =
 //                (WM/TM) x (WN/TN) = 32 and the block has (BM/WM) x (BN/WN) warps
 //   STAGES       shared-memory buffers in the cp.async ring (step 6, >= 2)
-//   GROUP_M      block raster (steps 5-6): consecutive blocks walk GROUP_M
+//   GROUP_M      block raster (steps 4-6): consecutive blocks walk GROUP_M
 //                tile rows before moving right (L2 reuse); 0 = plain row order
 //   SERPENTINE   steps 2-6: order of the FMAs of one k step (1 = serpentine,
 //                the default when MIN_BLOCKS = 1; 0 = plain row by row); see
@@ -109,8 +109,13 @@
 #include "instrument.cuh"     // OWNER_PARAM, RECORD(idx): the -DRECORD_OWNER=1 build
 
 // A tiles are stored transposed, As[k][m], with rows of A_LD floats. The +4
-// keeps rows 16-byte aligned (float4 reads) and shifts row k by 4k banks, so
-// the transposing stores (lanes along k) land in different banks.
+// keeps rows 16-byte aligned (float4 reads) and shifts row k by 4k banks
+// (BM is a multiple of 32): element (k, m) sits in bank (4k + m) % 32. The
+// transposing stores run lanes along k, so eight k-rows cover the 32 banks
+// once: at BK = 8 those stores are conflict-free, but at BK = 16 (the cp_async
+// default) rows k and k + 8 share a bank and each store of A, step 6's 4-byte
+// copies included, is a 2-way conflict (a model count; chapter 5's panel
+// counts them together with the B copies, not apart).
 #define A_LD (BM + 4)
 
 // ================================================================ step 1

@@ -92,10 +92,12 @@
 //           the async wgmma, already complete at wait_group; chapter 10 shows
 //           what a .release.cluster arrive costs instead).
 //   rung 5  EPI_TMA=1 : the epilogue goes through shared memory: each
-//           consumer rounds its 64 x 256 block to T into a 16 KB staging
-//           buffer (two 64 x 128 halves, 128-byte swizzled, conflict-free
-//           4-byte writes), fence.proxy.async, and one thread issues TMA
-//           stores (the engine clips the M, N edges). Instead of 64 scattered
+//           consumer rounds its 64 x 256 block to T half by half (64 x 128,
+//           16 KB) into one 16 KB staging buffer (128-byte swizzled,
+//           conflict-free 4-byte writes), fence.proxy.async, and one thread
+//           issues the half's TMA stores (the engine clips the M, N edges);
+//           the second half waits until the first has been read out
+//           (cp.async.bulk.wait_group.read) before it reuses the buffer. Instead of 64 scattered
 //           4-byte global stores per thread, whole 128-byte lines leave the
 //           SM asynchronously (chapter 10 measures what that is worth).
 //
@@ -235,7 +237,8 @@ __device__ __forceinline__ void store_acc(const float (&d)[128], T* __restrict__
 }
 
 // Rung 5 epilogue: the same accumulators, staged through shared memory and
-// written by TMA stores (16-byte swizzled smem writes, whole 128-byte lines to
+// written by TMA stores (4-byte smem writes into a layout swizzled in 16-byte
+// chunks, whole 128-byte lines to
 // global, edges clipped by the engine, and the consumer does not wait for
 // global memory). Half h holds cols 128h..128h+127 of the warpgroup's
 // 64 x 256 block as two 64 x 64 boxes in the 128-byte-swizzled layout:
