@@ -384,6 +384,11 @@ def speed_rows(e: Exercise, recs: list, mine: str = "your kernel", run: str = "t
     if VS in rows[0]:
         place += (f", {style.ratio_text(rows[0][VS])} of the chapter's kernel in the same run (ratio over ratio: "
                   "each had its own cuBLAS rounds)")
+        tf = recs[0]["value"] / recs[1]["value"] if recs[1].get("value") else None
+        if tf and abs(tf - rows[0][VS]) > 0.02:      # the two cuBLAS timings moved apart: say so
+            drift = abs(recs[0]["reference_value"] / recs[1]["reference_value"] - 1)
+            place += (f"; by TFLOP/s alone {style.ratio_text(round(tf, 3))}: the cuBLAS timed beside each differed "
+                      f"by {drift:.0%}, so the two kernels are within about that of each other")
     if stairs:
         place += (f". For scale, the {dtype} heavens so far on the staircase (recorded in another run, so a few "
                   "hundredths either way is noise): "
