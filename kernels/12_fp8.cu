@@ -39,6 +39,13 @@
 //      for (kt) { tc = (kt % P ? tc : 0) + A_kt @ B_kt;  if (kt % P == P - 1) acc += tc; }
 //    Two arrays of accumulators need BN = 128 (64 + 64 registers per thread); the
 //    wait costs the overlap of one k-tile's wgmma with the next.
+// 6. Taking turns (PINGPONG = 1). Both consumer warpgroups wait for the same k-tile,
+//    so left alone they issue their wgmma together, the Tensor Core finishes both
+//    together, and both promote while it stands idle. Two named barriers make them
+//    take turns: a warpgroup issues its k-tile only after the other has issued its
+//    own, so the Tensor Core runs one warpgroup's k-tile while the other promotes:
+//      consumer 0: [issue kt] arrive(3) ... sync(4) [issue kt+1] arrive(3) ...
+//      consumer 1:            sync(3) [issue kt] arrive(4) ... sync(3) [issue kt+1]
 //
 // Preconditions (helpers/chapters/ch12_fp8.py refuses anything else before launch):
 //   compute capability 9.0 (sm_90a machine code); K % 16 == 0 (TMA: the row pitch
@@ -52,7 +59,8 @@
 //   STAGES (ring depth, 2..6 while the ring fits 227 KB); GROUP_M (tile order);
 //   CLUSTER_M (1, or 2: clusters along M sharing B by multicast); PROMOTE (0: the
 //   whole K in the Tensor Core's accumulator; 1, 2, 4: promote every P k-tiles,
-//   needs BN = 128); BLOCK_SCALE (0/1, needs PROMOTE = 1: each k-block's scales).
+//   needs BN = 128); BLOCK_SCALE (0/1, needs PROMOTE = 1: each k-block's scales);
+//   PINGPONG (0/1: the two consumers take turns issuing their k-tiles).
 //   BM = 128 (two consumer warpgroups of m64) and BK = 128 bytes are fixed.
 // Launch: block = 384 (a producer warpgroup, two consumers); dynamic shared memory
 //   SMEM_FP8; a persistent grid: a multiple of CLUSTER_M, at most one CTA per SM.
@@ -80,6 +88,9 @@
 #endif
 #ifndef BLOCK_SCALE
 #define BLOCK_SCALE 0
+#endif
+#ifndef PINGPONG
+#define PINGPONG 0           // 1: the consumers issue their k-tiles in turn (named barriers 3 and 4)
 #endif
 #ifndef OUT_F32
 #define OUT_F32 0            // 1: C is fp32, stored directly (the accuracy measurements: no bf16 rounding)
@@ -116,6 +127,7 @@ static_assert(GROUP_M >= 1, "GROUP_M >= 1");
 static_assert(PROMOTE == 0 || PROMOTE == 1 || PROMOTE == 2 || PROMOTE == 4, "PROMOTE is 0, 1, 2 or 4");
 static_assert(PROMOTE == 0 || BN == 128, "promotion keeps two accumulator arrays: BN = 128");
 static_assert(BLOCK_SCALE == 0 || PROMOTE == 1, "block scales change every k-block: PROMOTE = 1");
+static_assert(PINGPONG == 0 || PINGPONG == 1, "PINGPONG is 0 or 1");
 static_assert(PRODUCER_REGS % 8 == 0 && CONSUMER_REGS % 8 == 0, "setmaxnreg takes multiples of 8");
 static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 256 <= 65536, "register file: 64 K registers per SM");
 
@@ -206,6 +218,47 @@ __device__ __forceinline__ void mma_k_tile_fp8(float (&d)[ACC], u32 a_tile, u32 
 #endif
     }
 }
+
+// acc += partial sum, times the k-block's scales in rung 2 (s_lo for row r, s_hi for
+// row r + 8 of the m64nN layout: elements 0, 1 and 2, 3 of each group of four).
+__device__ __forceinline__ void promote(float (&acc)[ACC], const float (&tc)[ACC], float s_lo, float s_hi)
+{
+#pragma unroll
+    for (int j = 0; j < ACC / 4; ++j) {
+#if BLOCK_SCALE
+        acc[4 * j + 0] += s_lo * tc[4 * j + 0];
+        acc[4 * j + 1] += s_lo * tc[4 * j + 1];
+        acc[4 * j + 2] += s_hi * tc[4 * j + 2];
+        acc[4 * j + 3] += s_hi * tc[4 * j + 3];
+#else
+        acc[4 * j + 0] += tc[4 * j + 0];
+        acc[4 * j + 1] += tc[4 * j + 1];
+        acc[4 * j + 2] += tc[4 * j + 2];
+        acc[4 * j + 3] += tc[4 * j + 3];
+#endif
+    }
+}
+
+// This thread's block scales for k-block kt (rung 2; 1 otherwise): s_lo for row r_lo,
+// s_hi for row r_lo + 8; rows past M get 0.
+__device__ __forceinline__ void block_scales(const float* __restrict__ SA, const float* __restrict__ SB,
+                                             int M, int N, int kt, int r_lo, int n0, float& s_lo, float& s_hi)
+{
+#if BLOCK_SCALE
+    const float sb = SB[(size_t)kt * ((N + 127) / 128) + n0 / 128];
+    s_lo = r_lo < M ? SA[(size_t)kt * M + r_lo] * sb : 0.f;
+    s_hi = r_lo + 8 < M ? SA[(size_t)kt * M + r_lo + 8] * sb : 0.f;
+#else
+    s_lo = s_hi = 1.f;
+#endif
+}
+
+// The consumers' turns (PINGPONG): bar.arrive signals a named barrier without waiting,
+// bar.sync waits until 256 threads (both warpgroups) have reached it.
+template <int ID>
+__device__ __forceinline__ void turn_wait() { asm volatile("bar.sync %0, 256;\n" :: "n"(ID) : "memory"); }
+template <int ID>
+__device__ __forceinline__ void turn_pass() { asm volatile("bar.arrive %0, 256;\n" :: "n"(ID) : "memory"); }
 
 // The epilogue: one warpgroup's 64 x BN fp32 values times `alpha`, rounded to bf16,
 // staged in shared memory as 64 x 64 boxes with the 128-byte swizzle
@@ -342,27 +395,28 @@ fp8_gemm(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc tm
             int mu, nb;
             fp8_tile_coords(t, num_mu, num_n, mu, nb);
             const int m0 = (mu * CLUSTER_M + (int)rank) * BM, n0 = nb * BN;
+            const int r_lo = m0 + 64 * cw + 16 * ((threadIdx.x >> 5) & 3) + ((threadIdx.x & 31) >> 2);
 #if PROMOTE
 #pragma unroll
             for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
 #endif
-#if BLOCK_SCALE
-            const int r_lo = m0 + 64 * cw + 16 * ((threadIdx.x >> 5) & 3) + ((threadIdx.x & 31) >> 2);
-#endif
             int prev = -1;
             for (int kt = 0; kt < nk; ++kt, ++it) {
                 const int s = it % STAGES;
-#if BLOCK_SCALE
-                // this k-block's scales, loaded while the copy and the wgmma run
-                const float sa0 = r_lo < M ? SA[(size_t)kt * M + r_lo] : 0.f;
-                const float sa1 = r_lo + 8 < M ? SA[(size_t)kt * M + r_lo + 8] : 0.f;
-                const float sb = SB[(size_t)kt * ((N + 127) / 128) + n0 / 128];
-#endif
+                float s_lo, s_hi;
+                block_scales(SA, SB, M, N, kt, r_lo, n0, s_lo, s_hi);   // loads run under the copy and the wgmma
                 mbar_wait(full + 8 * s, (it / STAGES) & 1);
+#if PINGPONG
+                if (cw == 1) turn_wait<3>();                 // consumer 0 has issued this k-tile
+                else if (it > 0) turn_wait<4>();             // consumer 1 has issued the previous one
+#endif
                 wgmma_fence();
 #if PROMOTE
                 mma_k_tile_fp8(tc, sA + s * A_TILE_BYTES + cw * 64 * 128, sB + s * B_TILE_BYTES, kt % PROMOTE == 0);
                 wgmma_commit();
+#if PINGPONG
+                if (cw == 0) turn_pass<3>(); else turn_pass<4>();
+#endif
                 if (kt % PROMOTE == PROMOTE - 1 || kt == nk - 1) {
                     wgmma_wait<0>();                         // the partial sum is complete ...
                     if (lead) {
@@ -370,28 +424,19 @@ fp8_gemm(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc tm
                         release_slot(empty + 8 * s, rank, CLUSTER_M);
                     }
                     prev = -1;
-#pragma unroll
-                    for (int j = 0; j < ACC / 4; ++j) {      // ... promote it into fp32 registers
-#if BLOCK_SCALE
-                        acc[4 * j + 0] += sa0 * sb * tc[4 * j + 0];
-                        acc[4 * j + 1] += sa0 * sb * tc[4 * j + 1];
-                        acc[4 * j + 2] += sa1 * sb * tc[4 * j + 2];
-                        acc[4 * j + 3] += sa1 * sb * tc[4 * j + 3];
-#else
-                        acc[4 * j + 0] += tc[4 * j + 0];
-                        acc[4 * j + 1] += tc[4 * j + 1];
-                        acc[4 * j + 2] += tc[4 * j + 2];
-                        acc[4 * j + 3] += tc[4 * j + 3];
-#endif
-                    }
+                    promote(acc, tc, s_lo, s_hi);            // ... promote it into fp32 registers
                 } else {
                     wgmma_wait<1>();
                     if (prev >= 0 && lead) release_slot(empty + 8 * prev, rank, CLUSTER_M);
                     prev = s;
                 }
 #else
+                (void)s_lo; (void)s_hi;
                 mma_k_tile_fp8(tc, sA + s * A_TILE_BYTES + cw * 64 * 128, sB + s * B_TILE_BYTES, kt == 0);
                 wgmma_commit();
+#if PINGPONG
+                if (cw == 0) turn_pass<3>(); else turn_pass<4>();
+#endif
                 wgmma_wait<1>();                             // the previous k-tile's group is done
                 if (prev >= 0 && lead) release_slot(empty + 8 * prev, rank, CLUSTER_M);
                 prev = s;
@@ -411,6 +456,9 @@ fp8_gemm(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc tm
             else         store_tile_bf16<2>(out, alpha, &tmC, sC + C_HALF_BYTES, lead, m0 + 64, n0);
 #endif
         }
+#if PINGPONG
+        if (cw == 0 && it > 0) turn_wait<4>();               // consumer 1's last turn_pass, so none is left pending
+#endif
         if (lead) bulk_wait<0>();                            // stores done before the CTA's smem goes away
     }
 #if CLUSTER_M > 1

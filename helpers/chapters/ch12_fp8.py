@@ -54,6 +54,7 @@ def _rules(p, s):
          "needs BN = 128: two accumulator arrays of BN / 2 registers must fit a thread's 232"),
         (p["BLOCK_SCALE"] == 0 or p["PROMOTE"] == 1, "BLOCK_SCALE", p["BLOCK_SCALE"],
          "needs PROMOTE = 1: each k-block's partial sum is multiplied by its own scales"),
+        (p["PINGPONG"] in (0, 1), "PINGPONG", p["PINGPONG"], "must be 0 or 1 (consumers take turns issuing)"),
         (2 <= p["STAGES"] and smem(p) <= SMEM_LIMIT, "STAGES", p["STAGES"],
          f"must be >= 2 with the ring within 227 KB of shared memory (BN = {p['BN']}: "
          f"at most {max(s for s in range(2, 9) if smem({**p, 'STAGES': s}) <= SMEM_LIMIT)})"),
@@ -82,16 +83,17 @@ def _dummy_map():
 
 # Rung 1 ships without the cluster: at 4096^3 the clustered build ran at 0.84 of cuBLASLt FP8 and this
 # one at 0.89 in the same run (0.98 and 0.99 at 8192^3; results/h200-fp8.json, notes/fp8.md).
-_BASE = {"BN": 256, "STAGES": 4, "GROUP_M": 8, "CLUSTER_M": 1, "PROMOTE": 0, "BLOCK_SCALE": 0, "OUT_F32": 0}
+_BASE = {"BN": 256, "STAGES": 4, "GROUP_M": 8, "CLUSTER_M": 1, "PROMOTE": 0, "BLOCK_SCALE": 0, "PINGPONG": 0,
+         "OUT_F32": 0}
 RUNGS = {
     "fp8_r1_tensor": ("1: per-tensor e4m3, 128x256, fp32 in the Tensor Core", dict(_BASE)),
     "fp8_r2_block": ("2: 1x128 / 128x128 block scales, promoted every k-block, 128x128",
-                     {**_BASE, "BN": 128, "STAGES": 6, "CLUSTER_M": 2, "PROMOTE": 1, "BLOCK_SCALE": 1}),
+                     {**_BASE, "BN": 128, "STAGES": 6, "CLUSTER_M": 2, "PROMOTE": 1, "BLOCK_SCALE": 1, "PINGPONG": 1}),
     "fp8_promote": ("per-tensor e4m3, 128x128, promoted every PROMOTE k-tiles",
                     {**_BASE, "BN": 128, "STAGES": 6, "CLUSTER_M": 2, "PROMOTE": 1}),
 }
 _CHOICES = {"STAGES": (2, 3, 4, 5, 6), "GROUP_M": (1, 4, 8, 16), "CLUSTER_M": (1, 2), "PROMOTE": (0, 1, 2, 4),
-            "OUT_F32": (0, 1), "BN": (128, 256)}
+            "PINGPONG": (0, 1), "OUT_F32": (0, 1), "BN": (128, 256)}
 
 for _key, (_title, _defaults) in RUNGS.items():
     register(Kernel(

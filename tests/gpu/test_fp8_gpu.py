@@ -13,7 +13,8 @@ pytestmark = pytest.mark.skipif(not gpu.live() or gpu.device_info()["cc"] != (9,
                                 reason="needs an sm_90 GPU (H100/H200): the kernels are sm_90a machine code")
 
 CASES = [("fp8_r1_tensor", {}), ("fp8_r1_tensor", {"CLUSTER_M": 1}), ("fp8_r2_block", {}),
-         ("fp8_promote", {"PROMOTE": 0}), ("fp8_promote", {"PROMOTE": 4})]
+         ("fp8_r2_block", {"PINGPONG": 0}), ("fp8_r2_block", {"PINGPONG": 1, "CLUSTER_M": 1}),
+         ("fp8_promote", {"PROMOTE": 0}), ("fp8_promote", {"PROMOTE": 4}), ("fp8_promote", {"PROMOTE": 2, "PINGPONG": 1})]
 SHAPES = [(1, 8, 16), (200, 264, 176), (333, 136, 4112), (1000, 1000, 1008), (128, 256, 128), (4093, 4088, 4096)]
 
 
