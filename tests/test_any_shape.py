@@ -99,14 +99,15 @@ def test_dispatcher_uses_chapter_10_on_sm90_only_where_it_pays():
     skinny = m.plan(512, 512, 32768, aligned=True, sms=132, hopper=True)
     assert (skinny.operands, skinny.schedule, skinny.reduction) == ("hopper", "splitk", "twopass")
     assert skinny.splits > 1
-    # Below 2^34 multiply-adds, or with too few tiles for a wave: the sm_80 family.
-    assert m.plan(2176, 4096, 1002, aligned=False, sms=132, hopper=True).operands == "repack"
+    # Tiles that fill a wave, from M*N*K = 5e8 up: chapter 10's kernel, short K included.
+    for shape in ((2176, 4096, 1002), (2176, 4096, 64), (4093, 4093, 64), (8192, 8192, 64)):
+        assert m.plan(*shape, aligned=shape[0] % 8 == 0 and shape[2] % 8 == 0, sms=132, hopper=True).operands == "hopper"
+    # Too few tiles for a wave, or a quarter-used 128 x 256 tile (N = 64): the sm_80 family.
     assert m.plan(64, 30000, 4093, aligned=False, sms=132, hopper=True).operands == "repack"
-    assert m.plan(8192, 8192, 64, aligned=True, sms=132, hopper=True).operands == "direct"
-    # A quarter-used 128 x 256 tile (N = 64) is not worth chapter 10's loop; an odd square
-    # with K = 64 pads (more than a wave of tiles, data-parallel) instead of repacking.
     assert m.plan(30000, 64, 16384, aligned=True, sms=132, hopper=True).operands == "direct"
-    assert m.plan(4093, 4093, 64, aligned=False, sms=132, hopper=True).operands == "padding"
+    assert m.plan(1000, 1001, 1002, aligned=False, sms=132, hopper=True).operands == "repack"
+    # Below the floor (4096 x 4096 x 16: M*N*K = 2.7e8, 512 tiles): the sm_80 family.
+    assert m.plan(4096, 4096, 16, aligned=True, sms=132, hopper=True).operands == "direct"
     assert m.plan(64, 64, 4093, aligned=False, sms=132, hopper=True).operands == "repack"   # its split keeps more SMs busy
 
 

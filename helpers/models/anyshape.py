@@ -41,13 +41,15 @@ MIN_SPLIT_KTILES = 64       # split K only when there are at least 64 k-tiles (K
 MIN_STREAM_KTILES = 16      # stream-K only with at least 16 k-tiles per tile
 REGS_MAX_KTILES = 2         # loads through registers beat a repack only for K <= 64 in one wave
 # On sm_90 (``plan(..., hopper=True)``): chapter 10's TMA + wgmma kernel after a repack.
-# Its Python side (tensor maps, up to three copies) costs tens of microseconds a call, so
-# it pays on problems of at least ~50 us of its work (M*N*K >= 1.5e10) whose 128 x 256
-# tiles fill a wave and are at least 3/4 used. Its split-K pays where it keeps at least as
+# It pays on problems whose 128 x 256 tiles fill a wave and are at least 3/4 used, down to
+# M*N*K >= 5e8: end to end through gemm() on the H200 it beat every chapter 9 plan on all
+# four zoo shapes of that kind below the earlier 1.5e10 floor (2176 x 4096 x 64: 1.25 against
+# 1.04 of cuBLAS; x 1002: 2.26 against 1.49; 4093^2 x 64: 0.99 against 0.59; 8192^2 x 64:
+# 1.02 against 0.31; results/h200-anyshape.json, end_to_end_hopper, 379a276dce31). Its split-K pays where it keeps at least as
 # many SMs busy as chapter 9's split (its k-tile is 64 deep, so K/4 caps its splits sooner)
 # or K has 128 of its k-tiles. All read off the shape zoo on the H200 (2026-12-01, sessions
 # 3-4: the hopper column, then the zoo measured again with these rules).
-HOPPER_MIN_MNK = 1.5e10
+HOPPER_MIN_MNK = 5e8
 HOPPER_SPLIT_KTILES = 128
 MIN_TILE_USE = 0.75         # padding and chapter 10's 128 x 256 tiles: used fraction of the tiles
 
@@ -227,7 +229,7 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
                         reason=f"sm_90: chapter 10's kernel, split-K with fp32 partials; {why_h}")
     nh = tiles(M, N, HOPPER_CFG)
     if hopper and s == 1 and M * N * K >= HOPPER_MIN_MNK and nh >= sms and tile_use(M, N, HOPPER_CFG) >= MIN_TILE_USE:
-        return Plan(operands="hopper", reason=f"sm_90, M*N*K >= 1.5e10, {nh} tiles of 128 x 256 for {sms} SMs: "
+        return Plan(operands="hopper", reason=f"sm_90, M*N*K >= {HOPPER_MIN_MNK:.0e}".replace("e+0", "e") + f", {nh} tiles of 128 x 256 for {sms} SMs: "
                                               "chapter 10's TMA + wgmma kernel (after a repack)")
     if aligned:
         ops, why_o = "direct", "aligned rows: cp.async reads A and B in place"
