@@ -60,6 +60,13 @@
 //      mode 2 (two-pass): each range writes its own fp32 partial tile
 //        W[z][M][N]; splitk_reduce sums z = 0, 1, ... in that fixed order.
 //        Bitwise reproducible, at the cost of splits * M * N * 4 bytes.
+//      mode 3 (fused): mode 2's partials and splitk_reduce's sum in one
+//        launch. Each block counts itself in flags[tile] after its partial is
+//        stored; the block that arrives last adds the tile's partials in the
+//        order z = 0, 1, ... (bitwise mode 2's result) and writes C. No block
+//        waits for another, so any number of splits fits any grid; the call
+//        saves the second launch (on the host, about as much as a launch
+//        costs) and the reduce kernel's reads of the tiles nobody has left.
 //
 // 3. Stream-K (gemm_streamk). 272 tiles on 132 SMs are 2.06 waves: the third
 //    wave keeps 8 SMs busy and 124 idle. A persistent grid of one block per
@@ -479,14 +486,72 @@ __device__ __forceinline__ void store_w(const float (&acc)[MT][NT][4], float* __
             }
 }
 
+// The load of a partial another block wrote: through L2 (.cg), never a stale L1 line.
+__device__ __forceinline__ float ldcg1(const float* p)
+{
+    float v;
+    asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// Mode 3 of split-K: store this block's partial tile in W[z], count the block in
+// flags[tile]; the last of the tile's gridDim.z blocks adds the partials in the order
+// z = 0, 1, ... (as splitk_reduce does: the same float sum, bit for bit), writes C and
+// sets flags[tile] back to 0 for the next call.
+//   writer:  st W[z] ; fence ; barrier ; atomicAdd(flags[tile])      (release)
+//   last:    atomicAdd saw splits - 1 ; fence ; ld.cg W[0..splits)    (acquire)
+__device__ __forceinline__ void splitk_fused(const float (&acc)[MT][NT][4], float* __restrict__ W,
+                                             int* __restrict__ flags, T* __restrict__ C,
+                                             int M, int N, int ldc, int m0, int n0, int tile)
+{
+    __shared__ int is_last;
+    const long long MN = (long long)M * N;
+    const int splits = (int)gridDim.z;
+    store_w(acc, W + (long long)blockIdx.z * MN, M, N, m0, n0, false);
+    __threadfence();                             // this block's partial, visible to every SM ...
+    __syncthreads();                             // ... from every thread, before the block is counted
+    if (threadIdx.x == 0) {
+        is_last = atomicAdd(flags + tile, 1) == splits - 1;
+        if (is_last)
+            flags[tile] = 0;                     // every other block of the tile has counted itself
+    }
+    __syncthreads();
+    if (!is_last)
+        return;
+    __threadfence();
+    // for (r, c) in the tile:  C[r][c] = ((0 + W[0][r][c]) + W[1][r][c]) + ...
+    for (int e = threadIdx.x; e < BM * BN; e += THREADS) {
+        const int r = m0 + e / BN, c = n0 + e % BN;  // consecutive threads: consecutive columns
+        if (r >= M || c >= N)
+            continue;
+        const long long i = (long long)r * N + c;
+        float sum = 0.f;
+        int z = 0;
+        for (; z + 8 <= splits; z += 8) {        // eight loads in flight, the adds in order
+            float v[8];
+            #pragma unroll
+            for (int j = 0; j < 8; ++j)
+                v[j] = ldcg1(W + (z + j) * MN + i);
+            #pragma unroll
+            for (int j = 0; j < 8; ++j)
+                sum += v[j];
+        }
+        for (; z < splits; ++z)
+            sum += ldcg1(W + z * MN + i);
+        C[(long long)r * ldc + c] = cvt1(sum);
+    }
+}
+
 // ---------------------------------------------------------------- kernels
 
 // Data-parallel and split-K. blockIdx.z = k range z: k-tiles
 // [z * kt_per_split, (z+1) * kt_per_split). mode 0: C directly (gridDim.z
-// must be 1); 1: atomics into W[M][N]; 2: partial tile into W[z][M][N].
+// must be 1); 1: atomics into W[M][N]; 2: partial tile into W[z][M][N]; 3: as 2,
+// then the last block of each tile sums the partials into C (flags: one int per tile,
+// zero before the call and after it; unused by modes 0-2).
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 gemm_any(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, float* __restrict__ W,
-         int M, int N, int K, int lda, int ldb, int ldc, int kt_per_split, int mode)
+         int M, int N, int K, int lda, int ldb, int ldc, int kt_per_split, int mode, int* __restrict__ flags)
 {
     extern __shared__ __align__(128) unsigned char smem[];
     const unsigned sA0 = smem_addr(smem);
@@ -509,6 +574,8 @@ gemm_any(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, fl
 
     if (mode == 0)
         store_c(acc, C, M, N, ldc, m0, n0);
+    else if (mode == 3)
+        splitk_fused(acc, W, flags, C, M, N, ldc, m0, n0, blockIdx.y * gridDim.x + blockIdx.x);
     else
         store_w(acc, W + (mode == 2 ? (long long)blockIdx.z * M * N : 0ll), M, N, m0, n0, mode == 1);
 }

@@ -41,7 +41,7 @@ def test_plans_name_their_strategy_and_reason():
     p = model.plan(1000, 1001, 1002, aligned=False, sms=132)
     assert p.operands == "repack" and "unaligned" in p.reason
     p = model.plan(512, 512, 32768, aligned=True, sms=132)
-    assert p.schedule == "splitk" and p.splits == 16 and p.reduction == "twopass"
+    assert p.schedule == "splitk" and p.splits == 16 and p.reduction == "fused"
     assert model.plan(512, 512, 32768, aligned=True, sms=132, deterministic=False).reduction == "atomic"
     assert model.plan(2176, 4096, 8192, aligned=True, sms=132).schedule == "streamk"
     with pytest.raises(ValueError, match="K=0"):

@@ -47,9 +47,10 @@ def _rules(p, s, aligned: bool = True):
 
 def _args(p, A, B, C, M, N, K, *extra):
     """gemm_any's arguments for one data-parallel launch on C-contiguous arrays:
-    (A, B, C, W, M, N, K, lda = K, ldb = N, ldc = N, k-tiles per split = all, mode 0)."""
+    (A, B, C, W, M, N, K, lda = K, ldb = N, ldc = N, k-tiles per split = all, mode 0, flags)."""
     i = np.int32
-    return (A, B, C, rt.scratch("w_unused", (4,), np.float32), *map(i, (M, N, K, K, N, N, cdiv(K, p["BK"]), 0)))
+    return (A, B, C, rt.scratch("w_unused", (4,), np.float32), *map(i, (M, N, K, K, N, N, cdiv(K, p["BK"]), 0)),
+            rt.scratch("flags_unused", (1,), np.int32))
 
 
 _CHOICES = {"BK": (32, 64), "STAGES": (3, 4), "GROUP_M": (1, 8, 16)}

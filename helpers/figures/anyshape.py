@@ -108,7 +108,7 @@ def wave_figure(data: dict, where: str):
 
 
 def _short(plan: str) -> str:
-    return (plan.replace("direct", "dir").replace("repack", "rep").replace(" + split-K ", "+sK").replace(" (twopass)", "")
+    return (plan.replace("direct", "dir").replace("repack", "rep").replace(" + split-K ", "+sK").replace(" (twopass)", "").replace(" (fused)", "")
             .replace(" (atomic)", "a").replace(" + stream-K (hybrid2)", "+stK").replace("padding", "pad").replace("hopper", "hop"))
 
 

@@ -167,7 +167,9 @@ def round_up(x: int, m: int) -> int:
 class Plan:
     """What the dispatcher runs: ``operands`` ("direct", "regs", "repack" or "padding"),
     ``schedule`` ("dp", "splitk" or "streamk"), ``splits`` (split-K), ``reduction``
-    ("twopass": deterministic, or "atomic"), ``policy`` (stream-K: "sk", "hybrid",
+    ("fused": one launch, the last block of a tile adds its partials in a fixed order;
+    "twopass": the same sum in a second kernel; both deterministic, bitwise equal; or
+    "atomic"), ``policy`` (stream-K: "sk", "hybrid",
     "hybrid2"), ``cluster_m`` (split-K on the Hopper kernel: its CLUSTER_M; 1, the default,
     because split-K units fill one wave: no multicast, and no cluster to place), and
     ``reason``: one line saying why."""
@@ -197,7 +199,7 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
     tiles fill more than a wave, are at least :data:`MIN_TILE_USE` used and the schedule is
     data-parallel (it copies C too, but its kernel runs unguarded); else ``repack``. Schedule: split-K when
     :func:`choose_splits` says s > 1 and there are at least ``MIN_SPLIT_KTILES`` k-tiles
-    (reduction "twopass" if ``deterministic``, else "atomic"), else stream-K when
+    (reduction "fused" if ``deterministic``, else "atomic"), else stream-K when
     :func:`streamk_policy` says so and there are at least ``MIN_STREAM_KTILES`` k-tiles,
     else data-parallel. ``hopper`` (the GPU runs chapter 10's sm_90a kernel): split-K runs
     on its main loop (two-pass, :data:`HOPPER_CFG`'s split count) when that keeps as many SMs
@@ -214,7 +216,7 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
     if s > 1 and kt < MIN_SPLIT_KTILES:
         s, why_s = 1, f"{kt} k-tiles (< {MIN_SPLIT_KTILES}): too short to split"
     if s > 1:
-        sched = {"schedule": "splitk", "splits": s, "reduction": "twopass" if deterministic else "atomic"}
+        sched = {"schedule": "splitk", "splits": s, "reduction": "fused" if deterministic else "atomic"}
         why = why_s
     else:
         pol, why = streamk_policy(M, N, sms, cfg)

@@ -224,6 +224,7 @@ def prepare(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: tuple) -
     cfg = model.CFG
     smem_b, nt = smem(cfg), (threads(cfg),)
     w0 = scratch("w_unused", (4,), np.float32)
+    f0 = scratch("flags_unused", (1,), np.int32)   # gemm_any's tile counters: read by mode 3 only
     steps = []
     if plan.operands == "padding":               # tile multiples: every guard of the kernel passes
         Mp, Np, Kp = (model.round_up(M, cfg["BM"]), model.round_up(N, cfg["BN"]), model.round_up(K, cfg["BK"]))
@@ -232,7 +233,7 @@ def prepare(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: tuple) -
         steps += [_pad_step(dtype, M, K, Ap, "A"), _pad_step(dtype, K, N, Bp, "B"),
                   _launch(fns["gemm_any"], (Np // cfg["BN"], Mp // cfg["BM"], 1), nt,
                           (Ap, Bp, Cp, w0, i32(Mp), i32(Np), i32(Kp), i32(Kp), i32(Np), i32(Np),
-                           i32(Kp // cfg["BK"]), i32(0)), smem_b),
+                           i32(Kp // cfg["BK"]), i32(0), f0), smem_b),
                   _unpad_step(dtype, Cp, M, N)]
         return _keep(_PREPARED, key, tuple(steps))
     a_slot, b_slot, lda, ldb = [(0, "A")], [(1, "B")], K, N
@@ -257,7 +258,12 @@ def prepare(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: tuple) -
         red = plan.reduction == "atomic"
         W = (scratch("splitk_atomic", (M * N,), np.float32, zero=True) if red     # kept zero by splitk_reduce
              else scratch("splitk_twopass", (s * M * N,), np.float32))
-        steps += [_launch(gemm_any, grid, nt, (Ap, Bp, None, W, *shape_args, i32(ktps), i32(1 if red else 2)),
+        if plan.reduction == "fused":            # one launch: the last block of a tile sums it into C
+            flags = scratch("splitk_flags", (grid[0] * grid[1],), np.int32, zero=True)   # kept zero by gemm_any
+            steps.append(_launch(gemm_any, grid, nt, (Ap, Bp, None, W, *shape_args, i32(ktps), i32(3), flags),
+                                 smem_b, slots))
+            return _keep(_PREPARED, key, tuple(steps))
+        steps += [_launch(gemm_any, grid, nt, (Ap, Bp, None, W, *shape_args, i32(ktps), i32(1 if red else 2), f0),
                           smem_b, slots),
                   _copy_step(fns["splitk_reduce"], M * N,
                              (W, None, i32(M), i32(N), i32(N), i32(1 if red else s), i32(1 if red else 0)),
@@ -266,7 +272,7 @@ def prepare(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: tuple) -
         G = sm_count()
         dp = model.dp_tiles(M, N, plan.policy, G, cfg)
         if dp:                                   # whole tiles 0..dp-1, data-parallel, on a 1-D grid
-            steps.append(_launch(gemm_any, (dp, 1, 1), nt, (Ap, Bp, None, w0, *shape_args, i32(KT), i32(0)),
+            steps.append(_launch(gemm_any, (dp, 1, 1), nt, (Ap, Bp, None, w0, *shape_args, i32(KT), i32(0), f0),
                                  smem_b, slots))
         W = scratch("sk_w", (G * cfg["BM"] * cfg["BN"],), np.float32)
         flags = scratch("sk_flags", (G,), np.int32, zero=True)
@@ -274,7 +280,7 @@ def prepare(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: tuple) -
                              smem_b, slots + [(12, "epoch")]))
     else:
         steps.append(_launch(gemm_any, (cdiv(N, cfg["BN"]), cdiv(M, cfg["BM"]), 1), nt,
-                             (Ap, Bp, None, w0, *shape_args, i32(KT), i32(0)), smem_b, slots))
+                             (Ap, Bp, None, w0, *shape_args, i32(KT), i32(0), f0), smem_b, slots))
     return _keep(_PREPARED, key, tuple(steps))
 
 
@@ -414,7 +420,7 @@ def plan_for(strategy: str, M: int, N: int, K: int, aligned: bool, sms: int | No
         return model.Plan(operands=strategy, reason=f"{strategy}, data-parallel (asked for)")
     if strategy.startswith("splitk"):
         s = max(2, model.choose_splits(M, N, K, sms)[0])
-        red = "atomic" if strategy == "splitk_atomic" else "twopass"
+        red = "atomic" if strategy == "splitk_atomic" else "fused"
         return model.Plan(operands=ops, schedule="splitk", splits=s, reduction=red, reason=f"split-K {s} (asked for)")
     if strategy.startswith("streamk"):
         pol = "sk" if strategy == "streamk_sk" else "hybrid2"

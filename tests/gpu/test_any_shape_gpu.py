@@ -9,7 +9,7 @@ import pytest
 
 from helpers.chapters import ch09_any_shape as ch
 from helpers.models import anyshape as model
-from helpers.runtime import anyshape as rt, compile as kc, gpu, verify
+from helpers.runtime import anyshape as rt, bench, compile as kc, gpu, verify
 
 pytestmark = pytest.mark.skipif(not gpu.live() or gpu.device_info()["cc"] < (8, 0),
                                 reason="needs an sm_80 or newer GPU (cp.async, bf16, mma.sync)")
@@ -55,6 +55,24 @@ def test_twopass_is_bitwise_reproducible():
     assert by["twopass"]["bitwise identical"]
 
 
+@pytest.mark.parametrize("shape", [(256, 256, 8192), (200, 136, 4093), (1, 5632, 2048)])
+def test_fused_split_k_is_bitwise_the_two_pass_sum(shape):
+    """Mode 3 (one launch, the last block of a tile adds the partials in the order
+    z = 0, 1, ...) must give C bit for bit as the two-pass reduction does, call after
+    call: its tile counters go back to zero, so a second call counts from zero again."""
+    cp = gpu.cupy()
+    M, N, K = shape
+    A, B, C = bench.inputs(shape, "float16").args()
+    al = rt.aligned_inputs(A, B)
+    s = max(2, model.choose_splits(M, N, K, rt.sm_count())[0])
+    out = {}
+    for red in ("twopass", "fused", "fused"):
+        verify.poison(C)
+        rt.run(model.Plan(operands="direct" if al else "repack", schedule="splitk", splits=s, reduction=red), A, B, C)
+        out.setdefault(red, []).append(C.view(cp.uint16).copy())
+    assert all(bool((o == out["twopass"][0]).all()) for o in out["fused"])
+
+
 def test_partial_chunk_control_fails_on_dirty_padding():
     """PARTIAL_CHUNKS=0 copies a chunk that straddles K whole: correct only because the
     repack zeroes the row padding. With NaN in the padding it must fail; PARTIAL_CHUNKS=1
@@ -74,7 +92,7 @@ def test_partial_chunk_control_fails_on_dirty_padding():
         C = cp.full((M, N), np.nan, dtype=cp.float16)
         i = np.int32
         fns["gemm_any"]((1, 2, 1), (256,), (Ap, B, C, cp.zeros(4, cp.float32), i(M), i(N), i(K), i(lda), i(N), i(N),
-                                           i(model.cdiv(K, 32)), i(0)), shared_mem=rt.smem(model.CFG))
+                                           i(model.cdiv(K, 32)), i(0), cp.zeros(1, cp.int32)), shared_mem=rt.smem(model.CFG))
         errs[partial] = verify.rel_err(C, ref)
     assert errs[1] < 2e-3 and not errs[0] < 2e-3, errs
 
