@@ -41,8 +41,11 @@ def test_plans_name_their_strategy_and_reason():
     p = model.plan(1000, 1001, 1002, aligned=False, sms=132)
     assert p.operands == "repack" and "unaligned" in p.reason
     p = model.plan(512, 512, 32768, aligned=True, sms=132)
-    assert p.schedule == "splitk" and p.splits == 16 and p.reduction == "fused"
+    assert p.schedule == "splitk" and p.splits == 16 and p.reduction == "twopass"     # 16 full tiles of partials: the second kernel spreads them
     assert model.plan(512, 512, 32768, aligned=True, sms=132, deterministic=False).reduction == "atomic"
+    gemv = model.plan(1, 5632, 2048, aligned=True, sms=132)      # one row of partials per tile: one launch
+    assert gemv.schedule == "splitk" and gemv.reduction == "fused"
+    assert model.fused_is_cheaper(1, 5632, 6) and not model.fused_is_cheaper(512, 512, 16)
     assert model.plan(2176, 4096, 8192, aligned=True, sms=132).schedule == "streamk"
     with pytest.raises(ValueError, match="K=0"):
         model.plan(4, 4, 0, aligned=True, sms=132)

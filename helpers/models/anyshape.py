@@ -34,6 +34,10 @@ RATE_PER_SM = 2.9e12        # FLOP/s per SM, all SMs busy (H200, heaven-7 main l
 COPY_BPS = 4.2e12           # copy kernels, bytes read + written per second
 LAUNCH_S = 4e-6             # one extra kernel launch, seconds
 PROLOGUE_KTILES = 4         # pipeline fill + epilogue of one block, in k-tiles of work
+# The fused split-K reduction (one launch) has the last block of each tile read all of the
+# tile's partials alone, through L2: cheap for a thin tile (a GEMV row), slow for a full
+# 128 x 256 tile of many splits, where the two-pass kernel spreads the reads over every SM.
+FUSED_SM_BPS = 1.0e11       # one SM reading partials from L2, bytes/s: an estimate, not yet measured
 # Three thresholds read off the shape zoo recorded on the H200 (results/h200-anyshape.json,
 # first recording, 2026-12-01), where the time model above ranked plans wrongly because
 # each extra launch from Python costs ~15-25 us and dominates small problems:
@@ -119,6 +123,15 @@ def splitk_time(M: int, N: int, K: int, s: int, sms: int, cfg: dict = CFG) -> fl
     return t + ((2 * s * M * N * 4 / COPY_BPS + LAUNCH_S) if s > 1 else 0.0)
 
 
+def fused_is_cheaper(M: int, N: int, s: int, cfg: dict = CFG) -> bool:
+    """Whether split-K's one-launch reduction ("fused": the last block of a tile reads the
+    s partials of its min(M, BM) x min(N, BN) valid elements alone) beats the two-pass one
+    (a second kernel over every SM: s * M * N fp32 read, M * N written, plus a launch):
+    s * tile * 4 / FUSED_SM_BPS  <  (s + 1) * M * N * 4 / COPY_BPS + LAUNCH_S."""
+    tile = min(M, cfg["BM"]) * min(N, cfg["BN"])
+    return s * tile * 4 / FUSED_SM_BPS < (s + 1) * M * N * 4 / COPY_BPS + LAUNCH_S
+
+
 def choose_splits(M: int, N: int, K: int, sms: int, cfg: dict = CFG, max_splits: int = 128) -> tuple[int, str]:
     """Number of K splits from :func:`splitk_time` (the smallest modelled time over
     s = 1 .. min(KT // 4, max_splits)); 1 when the tiles alone fill the SMs or K is
@@ -199,7 +212,8 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
     tiles fill more than a wave, are at least :data:`MIN_TILE_USE` used and the schedule is
     data-parallel (it copies C too, but its kernel runs unguarded); else ``repack``. Schedule: split-K when
     :func:`choose_splits` says s > 1 and there are at least ``MIN_SPLIT_KTILES`` k-tiles
-    (reduction "fused" if ``deterministic``, else "atomic"), else stream-K when
+    (reduction "fused" or "twopass" by :func:`fused_is_cheaper` if ``deterministic``, else
+    "atomic"), else stream-K when
     :func:`streamk_policy` says so and there are at least ``MIN_STREAM_KTILES`` k-tiles,
     else data-parallel. ``hopper`` (the GPU runs chapter 10's sm_90a kernel): split-K runs
     on its main loop (two-pass, :data:`HOPPER_CFG`'s split count) when that keeps as many SMs
@@ -216,7 +230,8 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
     if s > 1 and kt < MIN_SPLIT_KTILES:
         s, why_s = 1, f"{kt} k-tiles (< {MIN_SPLIT_KTILES}): too short to split"
     if s > 1:
-        sched = {"schedule": "splitk", "splits": s, "reduction": "fused" if deterministic else "atomic"}
+        red = ("fused" if fused_is_cheaper(M, N, s, cfg) else "twopass") if deterministic else "atomic"
+        sched = {"schedule": "splitk", "splits": s, "reduction": red}
         why = why_s
     else:
         pol, why = streamk_policy(M, N, sms, cfg)

@@ -420,7 +420,7 @@ def plan_for(strategy: str, M: int, N: int, K: int, aligned: bool, sms: int | No
         return model.Plan(operands=strategy, reason=f"{strategy}, data-parallel (asked for)")
     if strategy.startswith("splitk"):
         s = max(2, model.choose_splits(M, N, K, sms)[0])
-        red = "atomic" if strategy == "splitk_atomic" else "fused"
+        red = "atomic" if strategy == "splitk_atomic" else "fused" if model.fused_is_cheaper(M, N, s) else "twopass"
         return model.Plan(operands=ops, schedule="splitk", splits=s, reduction=red, reason=f"split-K {s} (asked for)")
     if strategy.startswith("streamk"):
         pol = "sk" if strategy == "streamk_sk" else "hybrid2"
