@@ -107,7 +107,9 @@
 //   [z * nk / splits, (z + 1) * nk / splits); the consumers store their fp32
 //   accumulators to the workspace slab W[z][M][N] (no rounding), and chapter
 //   9's splitk_reduce adds the slabs in the order z = 0, 1, ... and rounds to
-//   T: deterministic. A skinny 512 x 512 x 32768 has 8 tiles for 132 SMs;
+//   T: deterministic. With fused = 1 the same sum happens in this launch: the
+//   consumer warpgroup that stores a tile's last partial half adds them all
+//   (splitk_last_sum), so a call is one launch instead of two. A skinny 512 x 512 x 32768 has 8 tiles for 132 SMs;
 //   16 ranges of 32 k-tiles each make 128 units.
 //
 // Preconditions (scripts/hopper_bench.py refuses anything else before launch):
@@ -136,8 +138,8 @@
 //   grid = CLUSTER_M x row units x column tiles (PERSISTENT=0), or, persistent,
 //   a multiple of CLUSTER_M no larger than the SMs (or the clusters that fit).
 // Kernel arguments: rung 1 (tmA, tmB, C, M, N, K); rungs 2-5 (tmA, tmB, tmC,
-//   C, M, N, K), then with SPLIT_K=1 (W, splits): W holds splits x M x N
-//   floats, 1 <= splits. tm* are 128-byte CUtensorMap descriptors passed by value as
+//   C, M, N, K), then with SPLIT_K=1 (W, splits, flags, fused): W holds
+//   splits x M x N floats, 1 <= splits; flags one int per tile, all zero. tm* are 128-byte CUtensorMap descriptors passed by value as
 //   __grid_constant__ parameters: A box 64 x BM, B box 64 x 64, C box 64 x 64
 //   (tmC is read only with EPI_TMA=1), all SWIZZLE_128B.
 // -DRECORD_OWNER=1 (kernels/instrument.cuh) appends an `int* owner` argument:
@@ -370,7 +372,9 @@ __device__ __forceinline__ void tile_coords(int t, int num_mu, int num_n, int& m
 #endif
 
 #if SPLIT_K
-#define SPLIT_PARAM , float* __restrict__ W, int splits   // W: splits x M x N fp32 slabs
+// W: splits x M x N fp32 slabs; fused = 1: the last consumer of a tile adds them into C
+// (flags: one int per tile, zero before the call and after it)
+#define SPLIT_PARAM , float* __restrict__ W, int splits, int* __restrict__ flags, int fused
 #else
 #define SPLIT_PARAM
 #endif
@@ -401,6 +405,49 @@ __device__ __forceinline__ void store_partial(const float (&d)[128], float* __re
         }
     }
 }
+
+#if SPLIT_K
+// Split-K in one launch (fused = 1). Each consumer warpgroup counts its stored 64-row half
+// of the partial in flags[tile]; the last of the tile's CONSUMERS x splits halves adds the
+// BM x BN tile's partials in the order z = 0, 1, ... (chapter 9's splitk_reduce order, so
+// the same float sum bit for bit), rounds them to T into C (row pitch N) and sets the
+// count back to 0. No warpgroup waits for another CTA: the last one does the work.
+//   writer:  st W[z] ; fence ; bar(warpgroup) ; atomicAdd(flags[tile])     (release)
+//   last:    atomicAdd saw CONSUMERS * splits - 1 ; fence ; ld.cg W[0..splits)  (acquire)
+template <int BAR_ID>
+__device__ __forceinline__ void splitk_last_sum(const float* __restrict__ W, int* __restrict__ flags, T* __restrict__ C,
+                                                int M, int N, int splits, int tile, int m0, int n0)
+{
+    __shared__ int is_last;
+    const bool lead = (threadIdx.x & 127) == 0;
+    __threadfence();                                 // this half of the partial, visible to every SM ...
+    warpgroup_sync<BAR_ID>();                        // ... from all 128 threads, before it is counted
+    if (lead) {
+        is_last = atomicAdd(flags + tile, 1) == CONSUMERS * splits - 1;
+        if (is_last)
+            flags[tile] = 0;                         // every other half of the tile has counted itself
+    }
+    warpgroup_sync<BAR_ID>();
+    if (!is_last)
+        return;
+    __threadfence();
+    const long long MN = (long long)M * N;
+    // for (r, c) in the tile:  C[r][c] = ((0 + W[0][r][c]) + W[1][r][c]) + ...
+    for (int e = threadIdx.x & 127; e < BM * BN; e += 128) {
+        const int r = m0 + e / BN, c = n0 + e % BN;  // consecutive threads: consecutive columns
+        if (r >= M || c >= N)
+            continue;
+        const long long i = (long long)r * N + c;
+        float sum = 0.f;
+        for (int z = 0; z < splits; ++z) {
+            float v;
+            asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(v) : "l"(W + z * MN + i) : "memory");
+            sum += v;
+        }
+        C[i] = to_T(sum);
+    }
+}
+#endif
 
 extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(WS_THREADS, 1)
 hopper_ws(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc tmB,
@@ -493,6 +540,11 @@ hopper_ws(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc t
             if (prev >= 0 && (threadIdx.x & 127) == 0) release_slot(empty + 8 * prev, rank, CLUSTER_M);
 #if SPLIT_K
             store_partial(d, W + (size_t)(u / tiles) * M * N, M, N, m0 + 64 * cw, n0);   // an empty range stores zeros
+            if (fused) {
+                const int tile = (u % tiles) * CLUSTER_M + (int)rank;
+                if (cw == 0) splitk_last_sum<1>(W, flags, C, M, N, splits, tile, m0, n0);
+                else         splitk_last_sum<2>(W, flags, C, M, N, splits, tile, m0, n0);
+            }
 #elif EPI_TMA
             if (cw == 0) store_acc_tma<1>(d, &tmC, sC, (threadIdx.x & 127) == 0, m0, n0);
             else         store_acc_tma<2>(d, &tmC, sC + C_HALF_BYTES, (threadIdx.x & 127) == 0, m0 + 64, n0);

@@ -46,6 +46,8 @@ def test_plans_name_their_strategy_and_reason():
     gemv = model.plan(1, 5632, 2048, aligned=True, sms=132)      # one row of partials per tile: one launch
     assert gemv.schedule == "splitk" and gemv.reduction == "fused"
     assert model.fused_is_cheaper(1, 5632, 6) and not model.fused_is_cheaper(512, 512, 16)
+    tiny = model.plan(1, 5632, 2048, aligned=True, sms=132, hopper=True)   # the Hopper split, one launch too
+    assert (tiny.operands, tiny.schedule, tiny.reduction) == ("hopper", "splitk", "fused")
     assert model.plan(2176, 4096, 8192, aligned=True, sms=132).schedule == "streamk"
     with pytest.raises(ValueError, match="K=0"):
         model.plan(4, 4, 0, aligned=True, sms=132)

@@ -242,7 +242,8 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
         sh, why_h = choose_splits(M, round_up(N, 8), round_up(K, 8), sms, HOPPER_CFG)
         kth = cdiv(K, HOPPER_CFG["BK"])
         if sh > 1 and (sh * tiles(M, N, HOPPER_CFG) >= s * tiles(M, N, cfg) or kth >= HOPPER_SPLIT_KTILES):
-            return Plan(operands="hopper", schedule="splitk", splits=sh,
+            red_h = "fused" if fused_is_cheaper(M, round_up(N, 8), sh, HOPPER_CFG) else "twopass"
+            return Plan(operands="hopper", schedule="splitk", splits=sh, reduction=red_h,
                         reason=f"sm_90: chapter 10's kernel, split-K with fp32 partials; {why_h}")
     nh = tiles(M, N, HOPPER_CFG)
     if hopper and s == 1 and M * N * K >= HOPPER_MIN_MNK and nh >= sms and tile_use(M, N, HOPPER_CFG) >= MIN_TILE_USE:

@@ -349,7 +349,8 @@ def _prepare_hopper(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: 
     tiles), C copied out of an M x N8 scratch when N % 8 != 0 or C is not 16-byte aligned.
     With ``plan.splits`` > 1: split-K on its ``plan.cluster_m`` build
     (:func:`hopper_splitk_build`), a persistent grid over tiles x splits units, fp32 slabs
-    W[z][M][N8], then the deterministic ``splitk_reduce``. The tensor maps are built once per
+    W[z][M][N8], then the deterministic ``splitk_reduce`` (or, ``plan.reduction == "fused"``,
+    the same sum in the kernel's last consumer of each tile). The tensor maps are built once per
     set of pointers they describe (the scratch buffers' never change; for the caller's arrays
     the last two sets are kept, with the arrays they hold alive), not once per call."""
     fns = _kernels(dtype, True)
@@ -371,7 +372,11 @@ def _prepare_hopper(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: 
         cl, sms = p["CLUSTER_M"], sm_count()
         units = cdiv(cdiv(M, 128), cl) * cdiv(n8, 256) * splits     # (tile, k range) pairs, per cluster
         W = scratch("hopW", (splits * M * n8,), np.float32)
-        grid, block, extra = (max(cl, min(sms - sms % cl, units * cl)),), (384,), (W, np.int32(splits))
+        fused = plan.reduction == "fused"         # the last consumer of a tile sums it into C: one launch
+        flags = (scratch("hop_flags", (cdiv(M, 128) * cdiv(n8, 256),), np.int32, zero=True) if fused   # kept zero
+                 else scratch("flags_unused", (1,), np.int32))
+        grid, block = (max(cl, min(sms - sms % cl, units * cl)),), (384,)
+        extra = (W, np.int32(splits), flags, np.int32(fused))
     else:
         L = launch.prepare(HOPPER[dtype], (M, n8, k8))
         spec, p, fn, smem_b, grid, block, extra = L.spec, L.params, L.fn, L.smem, L.grid, L.block, ()
@@ -387,7 +392,7 @@ def _prepare_hopper(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: 
                 maps.pop(next(iter(maps)))
         return got
     steps.append(_launch(fn, grid, block, args, smem_b))
-    if splits > 1:
+    if splits > 1 and plan.reduction != "fused":
         steps.append(_copy_step(fns["splitk_reduce"], M * n8,
                                 (W, Cp, np.int32(M), np.int32(n8), np.int32(n8), np.int32(splits), np.int32(0)),
                                 () if Cp is not None else ((1, "C"),)))
@@ -429,7 +434,8 @@ def plan_for(strategy: str, M: int, N: int, K: int, aligned: bool, sms: int | No
         return model.Plan(operands="hopper", reason="chapter 10's TMA + wgmma kernel after a repack (asked for)")
     if strategy == "hopper_splitk":
         s = max(2, model.choose_splits(M, model.round_up(N, 8), model.round_up(K, 8), sms, model.HOPPER_CFG)[0])
-        return model.Plan(operands="hopper", schedule="splitk", splits=s,
+        red = "fused" if model.fused_is_cheaper(M, model.round_up(N, 8), s, model.HOPPER_CFG) else "twopass"
+        return model.Plan(operands="hopper", schedule="splitk", splits=s, reduction=red,
                           reason=f"chapter 10's kernel, split-K {s} with fp32 partials (asked for)")
     return model.Plan(operands=ops, reason="data-parallel (asked for)")
 
