@@ -109,8 +109,9 @@
 //   9's splitk_reduce adds the slabs in the order z = 0, 1, ... and rounds to
 //   T: deterministic. With fused = 1 the same sum happens in this launch: the
 //   consumer warpgroup that stores a tile's last partial half adds them all
-//   (splitk_last_sum), so a call is one launch instead of two. A skinny 512 x 512 x 32768 has 8 tiles for 132 SMs;
-//   16 ranges of 32 k-tiles each make 128 units.
+//   (splitk_last_sum), so a call is one launch instead of two. A skinny
+//   512 x 512 x 32768 has 8 tiles for 132 SMs; 16 ranges of 32 k-tiles each
+//   make 128 units.
 //
 // Preconditions (scripts/hopper_bench.py refuses anything else before launch):
 //   compute capability 9.0 (sm_90a machine code);
