@@ -35,6 +35,7 @@ from helpers.runtime import fp8 as rt, gpu, results
 
 ODD = [(200, 264, 176), (129, 136, 4112), (1000, 1000, 1008), (64, 8, 16)]
 SPEED = [("fp8_r1_tensor", {}), ("fp8_r1_tensor", {"CLUSTER_M": 2}), ("fp8_r2_block", {}),
+         ("fp8_r2_block", {"PINGPONG": 0}),
          ("fp8_promote", {"PROMOTE": 0}), ("fp8_promote", {"PROMOTE": 1}), ("fp8_promote", {"PROMOTE": 2}),
          ("fp8_promote", {"PROMOTE": 4})]
 KS = [256, 1024, 4096, 16384, 65536]

@@ -44,6 +44,28 @@ def run_fp8(spec, shape, rng):
                       cp.asarray(sa), cp.asarray(sb))
 
 
+def run_fused_split_k(rng):
+    """Chapter 9's split-K in one launch (reduction "fused": the last block of a tile adds the
+    partials and resets the tile's counter), on both operand paths, called twice each so that
+    the second call starts from the counters the first one reset."""
+    from helpers.models import anyshape as model
+    from helpers.runtime import anyshape as rt
+    cp = gpu.cupy()
+    ran = 0
+    for M, N, K in ((130, 136, 2048), (64, 256, 4096)):
+        A = cp.asarray(rng.standard_normal((M, K)).astype(np.float16))
+        B = cp.asarray(rng.standard_normal((K, N)).astype(np.float16))
+        C = cp.empty((M, N), cp.float16)
+        for ops in ("hopper", "direct" if rt.aligned_inputs(A, B) else "repack"):
+            if ops == "hopper" and rt.can_run("hopper") is not None:
+                continue
+            for _ in range(2):
+                rt.run(model.Plan(operands=ops, schedule="splitk", splits=2, reduction="fused"), A, B, C)
+                cp.cuda.Device().synchronize()
+                ran += 1
+    return ran
+
+
 def main(keys):
     cp = gpu.cupy()
     rng = np.random.default_rng(0)
@@ -70,6 +92,8 @@ def main(keys):
             except ValueError as e:
                 refused += 1
                 print(f"  refused {key} {shape}: {e}")
+    if not sys.argv[1:]:
+        ran += run_fused_split_k(rng)
     print(f"sanitize_run: {ran} launches, {refused} refused shapes")
 
 

@@ -259,6 +259,8 @@ def _label(r) -> str:
     p = r["params"]
     lab = LABELS.get((r["kernel"], p.get("CLUSTER_M"), p.get("PROMOTE") if r["kernel"] == "fp8_promote" else None),
                      r["kernel"])
+    if r["kernel"] == "fp8_r2_block":                     # rung 2 with and without its consumers' turns
+        lab += ", consumers take turns" if p.get("PINGPONG") else ", consumers issue together"
     return lab + (" (vs cuBLAS bf16)" if "bf16" in r.get("reference", "") else "")
 
 
@@ -338,7 +340,8 @@ def show_resources() -> None:
 def prose_values() -> dict:
     """Every measured number the chapter's prose quotes, from results/<gpu>-fp8.json only:
     ``r1_4096``, ``r1_8192`` (rung 1's ratio to cuBLASLt FP8), ``r1_tflops_8192``, ``lt_tflops_8192``,
-    ``r2_8192`` (rung 2 to per-tensor cuBLASLt), ``r1_bf16_4096``, ``r1_bf16_8192`` (rung 1 to cuBLAS bf16), ``r1_twice_x`` (how far rung 1's two
+    ``r2_4096``, ``r2_8192`` (rung 2 as shipped, to per-tensor cuBLASLt), ``r2_other_4096``,
+    ``r2_other_8192`` (its control: the other PINGPONG), ``r1_bf16_4096``, ``r1_bf16_8192`` (rung 1 to cuBLAS bf16), ``r1_twice_x`` (how far rung 1's two
     timings of one shape, one beside each reference, differ in TFLOP/s: the larger relative gap),
     ``p{P}_8192`` (the promotion builds), ``err_p0``, ``err_p1``, ``err_block``, ``err_bf16`` (errors
     at the largest recorded K, uniform inputs), ``acc_k`` (that K), ``probe_kept_max`` (the largest
@@ -354,13 +357,17 @@ def prose_values() -> dict:
                 return r
         raise KeyError(f"{kernel} {p} at {shape} against {ref} is not recorded")
     big, mid = (8192,) * 3, (4096,) * 3
+    pp = catalog.get("fp8_r2_block").defaults["PINGPONG"]  # rung 2 as shipped; its control has the other
     out = {"r1_4096": run("fp8_r1_tensor", mid, CLUSTER_M=1)["ratio"],
            "r1_8192": run("fp8_r1_tensor", big, CLUSTER_M=1)["ratio"],
            "r1c_4096": run("fp8_r1_tensor", mid, CLUSTER_M=2)["ratio"],
            "r1c_8192": run("fp8_r1_tensor", big, CLUSTER_M=2)["ratio"],
            "r1_tflops_8192": run("fp8_r1_tensor", big, CLUSTER_M=1)["value"],
            "lt_tflops_8192": run("fp8_r1_tensor", big, CLUSTER_M=1)["reference_value"],
-           "r2_4096": run("fp8_r2_block", mid)["ratio"], "r2_8192": run("fp8_r2_block", big)["ratio"],
+           "r2_4096": run("fp8_r2_block", mid, PINGPONG=pp)["ratio"],
+           "r2_8192": run("fp8_r2_block", big, PINGPONG=pp)["ratio"],
+           "r2_other_4096": run("fp8_r2_block", mid, PINGPONG=1 - pp)["ratio"],
+           "r2_other_8192": run("fp8_r2_block", big, PINGPONG=1 - pp)["ratio"],
            "r1_bf16_4096": run("fp8_r1_tensor", mid, ref="bf16", CLUSTER_M=1)["ratio"],
            "r1_bf16_8192": run("fp8_r1_tensor", big, ref="bf16", CLUSTER_M=1)["ratio"], "torch": doc.get("torch") or "absent"}
     # rung 1 is timed twice per shape, beside each reference: how far its own two timings differ
