@@ -88,7 +88,7 @@ _BASE = {"BN": 256, "STAGES": 4, "GROUP_M": 8, "CLUSTER_M": 1, "PROMOTE": 0, "BL
 RUNGS = {
     "fp8_r1_tensor": ("1: per-tensor e4m3, 128x256, fp32 in the Tensor Core", dict(_BASE)),
     "fp8_r2_block": ("2: 1x128 / 128x128 block scales, promoted every k-block, 128x128",
-                     {**_BASE, "BN": 128, "STAGES": 6, "CLUSTER_M": 2, "PROMOTE": 1, "BLOCK_SCALE": 1, "PINGPONG": 1}),
+                     {**_BASE, "BN": 128, "STAGES": 6, "CLUSTER_M": 2, "PROMOTE": 1, "BLOCK_SCALE": 1, "PINGPONG": 0}),
     "fp8_promote": ("per-tensor e4m3, 128x128, promoted every PROMOTE k-tiles",
                     {**_BASE, "BN": 128, "STAGES": 6, "CLUSTER_M": 2, "PROMOTE": 1}),
 }
