@@ -22,14 +22,19 @@ def _panel(runs: list, heaven: int) -> dict:
     return run
 
 
-def ordinal(n: int) -> str:
-    """1 -> "first", ..., 10 -> "tenth", 11 -> "11th": a place in a race, in words."""
+def ordinal(n: int | None) -> str:
+    """1 -> "first", ..., 10 -> "tenth", 11 -> "11th": a place in a race, in words; None (the
+    configuration was not in the race) -> "not raced"."""
+    if n is None:
+        return "not raced"
     words = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
     return words[n - 1] if 1 <= n <= len(words) else f"{n}th"
 
 
-def places(a: int, b: int) -> str:
-    """Two places in words: "first in both races" or "second and sixth"."""
+def places(a: int | None, b: int | None) -> str:
+    """Two places in words: "first in both races", "second and sixth", or "outside both races"."""
+    if a is None and b is None:
+        return "outside both races"
     return f"{ordinal(a)} in both races" if a == b else f"{ordinal(a)} and {ordinal(b)}"
 
 
