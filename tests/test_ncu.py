@@ -100,3 +100,21 @@ def test_shown_command_is_repository_relative():
            "/opt/x/.venv/bin/python3 /some/checkout/scripts/ncu_panels.py --child /tmp/tmpcd/plan.json")
     assert ncu.shown_command(cmd) == ("ncu --clock-control none --page raw --csv "
                                       "python scripts/ncu_panels.py --child <plan.json>")
+
+
+def test_controls_regex_matches_every_controls_entry():
+    """ncu's --kernel-name filter must match every launch the controls plan makes, the
+    mma-only probe too (its PROBE build runs kernels/experiments/07_mma_probe.cu's own entry),
+    else ncu profiles fewer launches than planned and the recorder stops."""
+    import importlib.util
+    import re
+    import helpers  # noqa: F401  (fills the catalog)
+    from helpers.runtime import panels
+    spec = importlib.util.spec_from_file_location("ncu_panels_script", "scripts/ncu_panels.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    pattern = panels.kernel_regex([], mod.CONTROLS).removeprefix("regex:")
+    entries = [panels.entry_of(c) for c in mod.CONTROLS]
+    assert "gemm_mma_probe" in entries
+    assert all(re.search(pattern, e) for e in entries), (pattern, entries)
+    assert not re.search(pattern, "gemm_mma_sync_other")

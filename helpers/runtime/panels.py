@@ -65,9 +65,16 @@ METRICS = [
 ]
 
 
-def kernel_regex(keys) -> str:
-    """``regex:^(entry1|entry2)$`` matching the entry functions of catalog ``keys``."""
-    entries = sorted({catalog.get(k).entry for k in keys})
+def entry_of(item: dict) -> str:
+    """The entry function a plan item ({"key", "extra_defines"?}) launches: the kernel's own,
+    or its experiment file's where ``extra_defines`` names one (``PROBE`` -> ``gemm_mma_probe``)."""
+    return catalog.get(item["key"]).build_target(item.get("extra_defines"))[1]
+
+
+def kernel_regex(keys, items=()) -> str:
+    """``regex:^(entry1|entry2)$`` matching the entry functions of catalog ``keys`` and of the
+    plan ``items`` (whose ``extra_defines`` may select an experiment file's entry)."""
+    entries = sorted({catalog.get(k).entry for k in keys} | {entry_of(it) for it in items})
     return "regex:^(" + "|".join(entries) + ")$" if len(entries) > 1 else f"regex:^{entries[0]}$"
 
 
@@ -161,15 +168,15 @@ def profile_many(items: list, ncu: str | None = None, metrics: list | None = Non
         plan = os.path.join(tmp, "plan.json")
         Path(plan).write_text(json.dumps(items))
         res = ncu_tool.profile_raw(path, [sys.executable, str(SCRIPT), "--child", plan],
-                                   kernel_regex([it["key"] for it in items]), METRICS if metrics is None else metrics)
+                                   kernel_regex([], items), METRICS if metrics is None else metrics)
     if len(res["launches"]) != len(items):
         raise RuntimeError(f"ncu profiled {len(res['launches'])} launches for {len(items)} kernels "
                            f"(rc={res['returncode']}): {(res['stderr'] or res['stdout'])[-1500:]}")
     where = f"profiled live with Nsight Compute on {gpu.device_info()['name']}"
     runs = []
     for it, L in zip(items, res["launches"]):
-        if L["kernel"].split("(")[0] != catalog.get(it["key"]).entry:
-            raise RuntimeError(f"launch order: expected {catalog.get(it['key']).entry}, ncu saw {L['kernel']}")
+        if L["kernel"].split("(")[0] != entry_of(it):
+            raise RuntimeError(f"launch order: expected {entry_of(it)}, ncu saw {L['kernel']}")
         _require(METRICS if metrics is None else metrics, L["metrics"], res)
         m = {k: v for k, v in L["metrics"].items() if isinstance(v, float)}
         runs.append({**it, "kernel": L["kernel"], "grid": L["grid"], "block": L["block"], "metrics": m,
