@@ -46,6 +46,8 @@
 //    own, so the Tensor Core runs one warpgroup's k-tile while the other promotes:
 //      consumer 0: [issue kt] arrive(3) ... sync(4) [issue kt+1] arrive(3) ...
 //      consumer 1:            sync(3) [issue kt] arrive(4) ... sync(3) [issue kt+1]
+//    Off by default: on the H200 the turns timed slower than issuing together (chapter
+//    11's record times both).
 //
 // Preconditions (helpers/chapters/ch12_fp8.py refuses anything else before launch):
 //   compute capability 9.0 (sm_90a machine code); K % 16 == 0 (TMA: the row pitch

@@ -70,7 +70,9 @@ def prose_values() -> dict:
     the Hopper path at 4093^3 against cuBLAS and chapter 9's padding path, split-K on both
     loops (all in this section's run), heaven 7's split-K in chapter 9's own record (sections
     ``splitk_*``), the ranges also as text (``*_span``), one call's GPU time at 512 x 512 x 32768,
-    and the smallest problem auto hands the Hopper kernel, in µs of its recorded 4096^3 rate. KeyError when a record is missing."""
+    and the smallest problem auto hands the Hopper kernel (``disp_hopper_min_mnk``, multiply-adds, as text),
+    in µs of its recorded 4096^3 rate; ``disp_fused_*``: auto's one-launch split-K rows of the end-to-end
+    zoo with chapter 10's kernel (:func:`helpers.chapters.prose_ch09.fused_rows`). KeyError when a record is missing."""
     rows, _ = records()
     odd = [r for r in rows if r["shape"] == list(ODD)]
     out = {}
@@ -87,6 +89,11 @@ def prose_values() -> dict:
     big = next(r for r in rows if r["shape"] == list(ALIGNED) and r["params"]["strategy"] == "hopper"
                and r["dtype"] == "float16")
     out["disp_hopper_min_us"] = 2 * model.HOPPER_MIN_MNK / (big["value"] * 1e12) * 1e6
+    exp = int(f"{model.HOPPER_MIN_MNK:.0e}".split("e")[1])
+    sup = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+    out["disp_hopper_min_mnk"] = f"{model.HOPPER_MIN_MNK / 10 ** exp:g} \u00d7 10{str(exp).translate(sup)}"
+    e2e = (results.artifact("anyshape") or {}).get("end_to_end_hopper") or []
+    out.update({f"disp_fused_{k}": v for k, v in prose_ch09.fused_rows(e2e).items()})
     call = next(r for r in split if r["shape"] == [512, 512, 32768] and r["params"]["strategy"] == "hopper_splitk"
                 and r["dtype"] == "float16")
     out["disp_hopper_call_us"] = call["ms"] * 1e3

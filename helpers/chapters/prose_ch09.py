@@ -34,12 +34,24 @@ def _waves(M: int, N: int, sms: int) -> dict:
     return model.waves(model.tiles(M, N, model.CFG), sms)
 
 
+def fused_rows(rows: list) -> dict:
+    """Where auto's plan in an end-to-end section used split-K's one-launch reduction ("fused"):
+    ``n`` shapes, ``ok`` of them within 5 % of the fastest strategy, ``worst`` the lowest ratio of
+    auto to the fastest, ``best`` auto's highest ratio to cuBLAS among them (fractions)."""
+    f = [r for r in rows if "(fused)" in r["plan"]]
+    if not f:
+        raise KeyError("no end-to-end row where auto's plan used the one-launch split-K")
+    return {"n": len(f), "ok": sum(1 for r in f if r["auto within 5% of best"]),
+            "worst": min(r["ratio"] / r["best ratio"] for r in f), "best": max(r["ratio"] for r in f)}
+
+
 def prose_values() -> dict:
     """Every measured number of chapter 9's Markdown (ratios to cuBLAS unless named otherwise;
     ``*_us`` in µs, ``*_ms`` in ms, ``*_mhz`` in MHz, ``*_w`` in W, fractions for shares), from
     the recorded sections of results/<gpu>-anyshape.json (odd shapes, split-K, waves and their
     control, the zoo, the end-to-end zoo: ``llm_gemms`` / ``llm_models``, how many LLM GEMMs and
-    models it holds, in words; ``run_slower_n`` of ``e2e_n`` shapes where the pre-planned run()
+    models it holds, in words; ``fused_n``, ``fused_ok``, ``fused_worst``, ``fused_best``: auto's one-launch
+    split-K rows (:func:`fused_rows`); ``run_slower_n`` of ``e2e_n`` shapes where the pre-planned run()
     timed slower than the whole gemm() call, by up to ``run_slower_max``), the board's power limit in results/<gpu>.json, and the wave model
     (:func:`helpers.models.anyshape.waves`). KeyError when a record is missing."""
     doc = results.artifact("anyshape")
@@ -83,6 +95,7 @@ def prose_values() -> dict:
     slower = [r["kernel ms"] / r["ms"] - 1 for r in e2e if r["kernel ms"] > r["ms"]]
     out.update(llm_gemms=words.get(len(llm), str(len(llm))), llm_models=words.get(len(models), str(len(models))),
                e2e_n=len(e2e), run_slower_n=len(slower), run_slower_max=max(slower, default=0.0))
+    out.update({f"fused_{k}": v for k, v in fused_rows(e2e).items()})
     noise = model.same_plan_spread(doc["zoo"])
     tiny = next(r for r in doc["zoo"] if (r["M"], r["N"], r["K"]) == (64, 64, 64))
     out.update(noise_median=noise["median"], noise_max=noise["max"], noise_max_shape=noise["max_shape"],
