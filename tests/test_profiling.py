@@ -183,7 +183,9 @@ def test_prose_claims_about_measured_intensity_hold():
     for h in (6, 7, 10):
         assert 0.35 < x[h] / fp16_min < 0.65
     assert x[10] > max(x[6], x[7])
-    assert by[3]["dram_read"] > 3 * by[2]["dram_read"] and by[3]["l2_hit"] < by[2]["l2_hit"]
+    # "heaven 3's plain shared-memory tile moves *more* DRAM traffic than heaven 2, and its L2 hit
+    # rate drops" (chapter 8): both directions, by a margin well outside recording-to-recording noise
+    assert by[3]["dram_read"] > 1.5 * by[2]["dram_read"] and by[3]["l2_hit"] < by[2]["l2_hit"]
 
 
 @needs_recording

@@ -15,7 +15,8 @@
  * Fit (measured once the figure is drawn, at any width, a few rounds at most): tick
  * labels that overlap are thinned, a legend or a slider under the plot moves below the
  * x tick labels and axis titles, text past an edge gets margin, overlapping notes move
- * apart, heatmap numbers too big for their cells are set smaller or left to the hover. Every change is
+ * apart, heatmap numbers too big for their cells are set smaller or left to the hover, a legend
+ * entry wider than the figure is set in a smaller font. Every change is
  * to the layout as the page draws it; the committed figure data stay as they are.
  */
 (function () {
@@ -522,6 +523,22 @@
     else window.Plotly.restyle(gd, {"textfont.size": Math.floor(size * scale * 10) / 10}, idx);
   }
 
+  /* A legend entry wider than the figure (a long kernel title on a narrow screen): more
+   * margin cannot help, so the legend's text is set smaller, in proportion, down to 7 px. */
+  function legendFontUpdate(gd) {
+    var fl = gd._fullLayout, u = {}, svg = gd.querySelector(".main-svg");
+    if (!svg || !fl.showlegend || !fl.legend) return u;
+    var box = svg.getBoundingClientRect(), worst = 1;
+    gd.querySelectorAll(".legend text").forEach(function (t) {
+      var q = t.getBoundingClientRect();
+      if (!q.width || q.right <= box.right - 1) return;
+      worst = Math.min(worst, Math.max(0, box.right - 4 - q.left) / q.width);
+    });
+    var size = (fl.legend.font && fl.legend.font.size) || (fl.font && fl.font.size) || 12;
+    if (worst < 1) u["legend.font.size"] = Math.max(7, Math.floor(size * worst * 10) / 10);
+    return u;
+  }
+
   function fitSliders(gd) {
     gd.__bookFits = (gd.__bookFits || 0) + 1;
     var u = sliderUpdate(gd);
@@ -534,6 +551,7 @@
       if (u.height && e.height) e.height += u.height - gd._fullLayout.height;
       Object.assign(u, e);
       cellTextUpdate(gd);
+      Object.assign(u, legendFontUpdate(gd));
       var w = legendUpdate(gd);
       if (u.height && w.height) w.height += u.height - gd._fullLayout.height;
       Object.assign(u, w);

@@ -1,14 +1,12 @@
 """Any-shape GEMM on kernels/09_any_shape.cu: the runner that turns a plan into launches,
 and the dispatcher :func:`gemm` (``helpers.gemm``).
 
-A plan (:class:`helpers.models.anyshape.Plan`) says how the operands reach the kernel
-(``direct``: the cp.async build reads A and B in place; ``regs``: the ALIGNED=0 build loads
-any alignment through registers; ``repack``: A and B copied once to rows of a multiple of
-8 elements; ``padding``: copied to tile multiples, C copied back; ``hopper``: chapter 10's
-sm_90a kernel after a repack) and how the work is scheduled (data-parallel, split-K with an
-atomic or a two-pass reduction, stream-K). :func:`run` enqueues every launch and copy a
-plan needs, so timing a call times all of it. The catalog entries and the measurements
-live with the chapter (helpers/chapters/ch09_any_shape.py).
+A plan (:class:`helpers.models.anyshape.Plan`) says how the operands reach the kernel (``direct``:
+read in place; ``regs``: through registers; ``repack``: copied to rows of a multiple of 8; ``padding``:
+copied to tile multiples, C copied back; ``hopper``: chapter 10's kernel after a repack) and how the
+work is scheduled (data-parallel; split-K, reduced atomically, in a second pass or in the same launch;
+stream-K). :func:`run` enqueues every launch and copy of a plan, so timing a call times all of it.
+Catalog entries and measurements: helpers/chapters/ch09_any_shape.py.
 """
 from __future__ import annotations
 
@@ -258,10 +256,9 @@ def prepare(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: tuple) -
         red = plan.reduction == "atomic"
         W = (scratch("splitk_atomic", (M * N,), np.float32, zero=True) if red     # kept zero by splitk_reduce
              else scratch("splitk_twopass", (s * M * N,), np.float32))
-        if plan.reduction == "fused":            # one launch: the last block of a tile sums it into C
-            flags = scratch("splitk_flags", (grid[0] * grid[1],), np.int32, zero=True)   # kept zero by gemm_any
-            steps.append(_launch(gemm_any, grid, nt, (Ap, Bp, None, W, *shape_args, i32(ktps), i32(3), flags),
-                                 smem_b, slots))
+        if plan.reduction == "fused":            # one launch: the last block of a tile sums it into C; the
+            flags = scratch("splitk_flags", (grid[0] * grid[1],), np.int32, zero=True)   # counters stay zero
+            steps.append(_launch(gemm_any, grid, nt, (Ap, Bp, None, W, *shape_args, i32(ktps), i32(3), flags), smem_b, slots))
             return _keep(_PREPARED, key, tuple(steps))
         steps += [_launch(gemm_any, grid, nt, (Ap, Bp, None, W, *shape_args, i32(ktps), i32(1 if red else 2), f0),
                           smem_b, slots),
@@ -329,7 +326,7 @@ def use_hopper(keys: dict) -> None:
 def hopper_splitk_build(dtype: str, cluster_m: int = 1) -> tuple:
     """The Hopper kernel (:data:`HOPPER`) built for split-K: its catalog configuration with
     the direct epilogue (EPI_TMA=0), CLUSTER_M = ``cluster_m`` and SPLIT_K=1, which adds the
-    arguments (W, splits) and stores fp32 partial tiles. Not a catalog entry: alone it
+    arguments (W, splits, flags, fused) and stores fp32 partial tiles. Not a catalog entry: alone it
     computes no C (the reduction completes it), so the catalog's generic launches and tests
     must not run it. Returns (spec, params, kernel, shared memory bytes); compiled once per
     variant. Raises KeyError when no Hopper kernel is named for ``dtype``."""
@@ -347,12 +344,10 @@ def _prepare_hopper(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: 
     needed) into C-contiguous scratch with K and N rounded up to 8 (the padding is zero, so it
     adds nothing), the kernel on (M, N8, K8) (TMA zero-fills the M, N and K tails of its
     tiles), C copied out of an M x N8 scratch when N % 8 != 0 or C is not 16-byte aligned.
-    With ``plan.splits`` > 1: split-K on its ``plan.cluster_m`` build
-    (:func:`hopper_splitk_build`), a persistent grid over tiles x splits units, fp32 slabs
-    W[z][M][N8], then the deterministic ``splitk_reduce`` (or, ``plan.reduction == "fused"``,
-    the same sum in the kernel's last consumer of each tile). The tensor maps are built once per
-    set of pointers they describe (the scratch buffers' never change; for the caller's arrays
-    the last two sets are kept, with the arrays they hold alive), not once per call."""
+    With ``plan.splits`` > 1: split-K on its ``plan.cluster_m`` build (:func:`hopper_splitk_build`),
+    a persistent grid over tiles x splits units, fp32 slabs W[z][M][N8], summed by ``splitk_reduce``
+    (or, reduction "fused", by the kernel's last consumer of each tile). Tensor maps are built once
+    per set of pointers (the last two sets of the caller's arrays kept, with the arrays alive)."""
     fns = _kernels(dtype, True)
     k8, n8 = model.round_up(K, 8), model.round_up(N, 8)
     steps = []
@@ -373,10 +368,9 @@ def _prepare_hopper(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: 
         units = cdiv(cdiv(M, 128), cl) * cdiv(n8, 256) * splits     # (tile, k range) pairs, per cluster
         W = scratch("hopW", (splits * M * n8,), np.float32)
         fused = plan.reduction == "fused"         # the last consumer of a tile sums it into C: one launch
-        flags = (scratch("hop_flags", (cdiv(M, 128) * cdiv(n8, 256),), np.int32, zero=True) if fused   # kept zero
-                 else scratch("flags_unused", (1,), np.int32))
-        grid, block = (max(cl, min(sms - sms % cl, units * cl)),), (384,)
-        extra = (W, np.int32(splits), flags, np.int32(fused))
+        flags = scratch("hop_flags" if fused else "flags_unused", (cdiv(M, 128) * cdiv(n8, 256) if fused else 1,),
+                        np.int32, zero=fused)    # the tile counters, kept zero by the kernel
+        grid, block, extra = (max(cl, min(sms - sms % cl, units * cl)),), (384,), (W, np.int32(splits), flags, np.int32(fused))
     else:
         L = launch.prepare(HOPPER[dtype], (M, n8, k8))
         spec, p, fn, smem_b, grid, block, extra = L.spec, L.params, L.fn, L.smem, L.grid, L.block, ()
