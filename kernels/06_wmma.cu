@@ -190,7 +190,7 @@ gemm_wmma(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
     T* sA = reinterpret_cast<T*>(smem);            // STAGES x [BM][LDA_S]
     T* sB = sA + STAGES * A_STAGE;                 // STAGES x [BK][LDB_S]
 
-    int pid_m, pid_n;            // block rasterization, as in heaven 7 (GROUP_M order)
+    int pid_m, pid_n;            // block rasterization in GROUP_M order (chapter 5)
     tile_coords(blockIdx.y * gridDim.x + blockIdx.x, gridDim.y, gridDim.x, GROUP_M, pid_m, pid_n);
     const int m0 = pid_m * BM, n0 = pid_n * BN;
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;

@@ -89,8 +89,8 @@
 //           shared memory (.multicast::cluster): B traffic from L2 halves.
 //           Consumers release a slot in both CTAs (remote mbarrier arrive,
 //           with the default .release.cta semantics: the slot's readers are
-//           the async wgmma, already complete at wait_group; chapter 10 shows
-//           what a .release.cluster arrive costs instead).
+//           the async wgmma, already complete at wait_group; CLUSTER_ARRIVE=1
+//           builds a .release.cluster arrive instead, not timed against it).
 //   rung 5  EPI_TMA=1 : the epilogue goes through shared memory: each
 //           consumer rounds its 64 x 256 block to T half by half (64 x 128,
 //           16 KB) into one 16 KB staging buffer (128-byte swizzled,

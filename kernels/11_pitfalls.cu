@@ -26,7 +26,7 @@
 //
 // Tile parameters (-D): TILE, the side of the GEMMs' square tile (default 16:
 // 256 threads per block); BLOCK_ROWS, the transposes' threads in y (default 8:
-// their 32 x 32 tile is moved by 32 x 8 threads, as in chapter 0).
+// their 32 x 32 tile is moved by 32 x 8 threads; chapter 0 uses 64 x 64 tiles).
 // Launch (helpers/chapters/ch11_pitfalls.py):
 //   GEMM:      block = (TILE, TILE), grid = (ceil(N / TILE), ceil(M / TILE))
 //   transpose: block = (32, BLOCK_ROWS), grid = (ceil(COLS / 32), ceil(ROWS / 32))

@@ -44,7 +44,7 @@ FUSED_SM_BPS = 1.0e11       # one SM reading partials from L2, bytes/s: an estim
 MIN_SPLIT_KTILES = 64       # split K only when there are at least 64 k-tiles (K >= 2048 at BK 32)
 MIN_STREAM_KTILES = 16      # stream-K only with at least 16 k-tiles per tile
 REGS_MAX_KTILES = 2         # loads through registers beat a repack only for K <= 64 in one wave
-# On sm_90 (``plan(..., hopper=True)``): chapter 10's TMA + wgmma kernel after a repack.
+# On sm_90 (``plan(..., hopper=True)``): chapter 10's TMA + wgmma kernel (after a repack where needed).
 # It pays on problems whose 128 x 256 tiles fill a wave and are at least 3/4 used, down to
 # M*N*K >= 5e8: end to end through gemm() on the H200 it beat every chapter 9 plan on all
 # four zoo shapes of that kind below the earlier 1.5e10 floor (2176 x 4096 x 64: 1.25 against
@@ -248,7 +248,7 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
     nh = tiles(M, N, HOPPER_CFG)
     if hopper and s == 1 and M * N * K >= HOPPER_MIN_MNK and nh >= sms and tile_use(M, N, HOPPER_CFG) >= MIN_TILE_USE:
         return Plan(operands="hopper", reason=f"sm_90, M*N*K >= {HOPPER_MIN_MNK:.0e}".replace("e+0", "e") + f", {nh} tiles of 128 x 256 for {sms} SMs: "
-                                              "chapter 10's TMA + wgmma kernel (after a repack)")
+                                              "chapter 10's TMA + wgmma kernel (A and B copied only where TMA cannot read them)")
     if aligned:
         ops, why_o = "direct", "aligned rows: cp.async reads A and B in place"
     else:

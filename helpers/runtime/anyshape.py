@@ -3,7 +3,7 @@ and the dispatcher :func:`gemm` (``helpers.gemm``).
 
 A plan (:class:`helpers.models.anyshape.Plan`) says how the operands reach the kernel (``direct``:
 read in place; ``regs``: through registers; ``repack``: copied to rows of a multiple of 8; ``padding``:
-copied to tile multiples, C copied back; ``hopper``: chapter 10's kernel after a repack) and how the
+copied to tile multiples, C copied back; ``hopper``: chapter 10's kernel, repacked where needed) and how the
 work is scheduled (data-parallel; split-K, reduced atomically, in a second pass or in the same launch;
 stream-K). :func:`run` enqueues every launch and copy of a plan, so timing a call times all of it.
 Catalog entries and measurements: helpers/chapters/ch09_any_shape.py.
@@ -425,7 +425,7 @@ def plan_for(strategy: str, M: int, N: int, K: int, aligned: bool, sms: int | No
         pol = "sk" if strategy == "streamk_sk" else "hybrid2"
         return model.Plan(operands=ops, schedule="streamk", policy=pol, reason=f"stream-K {pol} (asked for)")
     if strategy == "hopper":
-        return model.Plan(operands="hopper", reason="chapter 10's TMA + wgmma kernel after a repack (asked for)")
+        return model.Plan(operands="hopper", reason="chapter 10's TMA + wgmma kernel, A and B copied only where TMA cannot read them (asked for)")
     if strategy == "hopper_splitk":
         s = max(2, model.choose_splits(M, model.round_up(N, 8), model.round_up(K, 8), sms, model.HOPPER_CFG)[0])
         red = "fused" if model.fused_is_cheaper(M, model.round_up(N, 8), s, model.HOPPER_CFG) else "twopass"

@@ -179,15 +179,20 @@ def _resolve(spec, t: dict | None, slug: str) -> dict | None:
     if won is None:
         return None
     best, base = won                         # best >= base: the baseline is one of the run's records
+    unit = "of cuBLAS" if best.get("ratio") is not None else "TFLOP/s"
     if best["params"] != base["params"] and speed(best) <= (1 + MARGIN) * speed(base):
-        best = base                          # not clearly faster: the run's default stands
+        if base["params"] == spec.defaults:  # not clearly faster: the run's default stands
+            return None
+        return {"params": dict(base["params"]), "why": "tuned", "value": base["value"], "ratio": base.get("ratio"),
+                "source": (f"the default in force when the autotuner ran, {_where(slug, own)}: the run's fastest "
+                           f"configuration ran at {speed(best):.4g} against its {speed(base):.4g} {unit}, not more "
+                           f"than {MARGIN:.0%} faster, so it stands")}
     if best["params"] == spec.defaults:
         return None
     what = "the shipped default's" if base["params"] == spec.defaults else "the default of that run's"
     return {"params": dict(best["params"]), "why": "tuned", "value": best["value"], "ratio": best.get("ratio"),
             "source": (f"the autotuner's winner, {_where(slug, own)}: {speed(best):.4g} against {what} "
-                       f"{speed(base):.4g} " + ("of cuBLAS" if best.get("ratio") is not None else "TFLOP/s")
-                       + " in the same run")}
+                       f"{speed(base):.4g} {unit} in the same run")}
 
 
 def why_shipped(spec) -> str:
