@@ -13,7 +13,7 @@ GLOSSARY = "glossary.html#term-"    # raw HTML links: the built page's anchors (
 STEPS = {
     1: ("nothing yet: one thread per element of C",
         f"loads along rows so a warp reads whole 32-byte <a href='{GLOSSARY}sector'>sectors</a>"),
-    2: ("one 4-byte load per instruction", "float4 loads and a 1 x 4 strip of C per thread: four elements per load"),
+    2: ("one output and 4-byte loads per thread (chapter 2 times the two apart)", "float4 loads and a 1 x 4 strip of C per thread: four elements per load"),
     3: (f"the <a href='{GLOSSARY}L1-TEX'>L1/TEX</a> data pipe: every operand of every FMA passes through it "
         "(DRAM nearly idle)", "tiles staged in shared memory and reused by the block"),
     4: (f"one shared-memory load per FMA: the shared-memory queue is full (<a href='{GLOSSARY}MIO-throttle'>MIO throttle</a>)",
