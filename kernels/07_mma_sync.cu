@@ -26,8 +26,8 @@
 //    of the 8 rows (16 bytes each) of tile j, and lane `lane` receives, for
 //    tile j, the two values at (row lane/4, cols 2*(lane%4)..+1) in register
 //    j: exactly the A fragment above, if the four tiles are the four 8x8
-//    quarters of the 16x16 A tile. B is stored k-major in shared memory
-//    (rows = k, as in global memory), so its fragment needs the transposed
+//    quarters of the 16x16 A tile. B is stored row-major in shared memory
+//    (rows = k, N-major, as in global memory), so its fragment needs the transposed
 //    load, ldmatrix ... .x4.trans, which hands lane `lane` the values at
 //    (rows 2*(lane%4)..+1, col lane/4): the B fragment. One .x4.trans covers
 //    k16 x n16, i.e. two n8 fragments.

@@ -11,8 +11,8 @@
 // and gets the derived sizes below, the PTX wrappers (ldsm_x4, ldsm_x4_trans, mma16816),
 // swz, the Loader (one thread's share of a k-tile's copies: init_loader, copy_chunks,
 // next_tile), FragRows (init_frag_rows, load_frags) (the ldmatrix side) and mma_tile.
-// Stage buffers: A tiles BM x BK, B tiles BK x BN, both row-major (k-major for B, as
-// in global memory), addressed as shared-memory byte addresses (unsigned).
+// Stage buffers: A tiles BM x BK, B tiles BK x BN, both row-major (B's rows are k: N-major,
+// as in global memory), addressed as shared-memory byte addresses (unsigned).
 #ifndef GEMM_BOOK_MMA_SM80_CUH
 #define GEMM_BOOK_MMA_SM80_CUH
 
@@ -70,7 +70,7 @@ __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr)
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
 }
 // The same four tiles, each transposed on the way: lane `lane` receives the values
-// at rows 2 * (lane % 4) and +1, column lane / 4 (B's fragment from a k-major tile).
+// at rows 2 * (lane % 4) and +1, column lane / 4 (B's fragment from a tile whose rows are k).
 __device__ __forceinline__ void ldsm_x4_trans(unsigned (&r)[4], unsigned addr)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
