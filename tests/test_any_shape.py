@@ -138,7 +138,7 @@ def test_the_recorded_splitk_gains_stay_under_their_clock_cap():
         rows = model.splitk_cap_rows(d[f"splitk_{dt}"], d["waves"])
         assert len(rows) == 3
         for r in rows:
-            assert r["measured gain (two-pass, over no split)"] <= r["cap from the measured per-SM rate"] \
+            assert r["measured gain (the model's reduction, over no split)"] <= r["cap from the measured per-SM rate"] \
                 < r["more SMs"] + 1e-9, r
         big = next(r for r in rows if r["M x N x K"] == "1024 x 1024 x 16384")
         assert big["more SMs"] == 4 and big["cap from the measured per-SM rate"] < 3.5

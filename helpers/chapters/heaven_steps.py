@@ -18,7 +18,7 @@ STEPS = {
         "(DRAM nearly idle)", "tiles staged in shared memory and reused by the block"),
     4: (f"one shared-memory load per FMA: the shared-memory queue is full (<a href='{GLOSSARY}MIO-throttle'>MIO throttle</a>)",
         f"a 1-D register strip per thread and an XOR <a href='{GLOSSARY}swizzle'>swizzle</a> of A"),
-    5: ("one output per shared-memory load",
+    5: ("a few multiply-adds per shared-memory load (a 1-D strip of C per thread)",
         f"<a href='{GLOSSARY}register-tile'>register</a> and warp tiles, double buffering, a <a href='{GLOSSARY}cp.async'>cp.async</a> pipeline"),
     6: (f"the <a href='{GLOSSARY}FMA-pipe'>FMA pipe</a> itself ({{fp32_peak:.1f}} TFLOP/s peak on the {{gpu}})",
         f"<a href='{GLOSSARY}Tensor-Core'>Tensor Cores</a> through WMMA, fp16 in, fp32 accumulate"),

@@ -317,7 +317,7 @@ def splitk_cap_rows(splitk: list, waves: dict) -> list:
         rows.append({"M x N x K": f"{M} x {N} x {K}", "tiles": tiles(M, N), "splits": r["splits"],
                      "SMs busy, unsplit": c["busy_unsplit"], "SMs busy, split": c["busy_split"],
                      "more SMs": round(c["sm_ratio"], 2), "cap from the measured per-SM rate": round(c["cap"], 2),
-                     "measured gain (two-pass, over no split)": r["over_no_split"]})
+                     "measured gain (the model's reduction, over no split)": r["over_no_split"]})
     return rows
 
 
