@@ -178,3 +178,16 @@ def test_splitk_build_of_chapter_9_compiles_clean(dtype):
     assert not r["warnings"] and r["spill_stores"] == r["spill_loads"] == 0, r
     with pytest.raises(Exception, match="SPLIT_K"):
         kc.nvcc_check(spec.file, spec.entry, {**spec.defines(spec.defaults), "SPLIT_K": 1}, arch="sm_90a")
+
+
+def test_ladder_figure_names_where_each_series_came_from():
+    """The ladder's bars and its tensor-pipe line can come from different runs (bars live, the
+    line from the recorded Nsight Compute file): the title names both sources."""
+    from helpers.figures import hopper as hopper_fig
+    recs = [{"dtype": "bfloat16", "shape": [4096] * 3, "ratio": q, "value": 700 * q, "reference_value": 700.0,
+             "title": f"rung {i}", "rung_label": f"r{i}", "source": "recorded", "kernel": "k"}
+            for i, q in ((1, 0.5), (2, 0.9))]
+    fig = hopper_fig.ladder_figure(recs, pipe={"r1": 50.0, "r2": 80.0}, pipe_where="recorded in PIPEFILE")
+    title = fig.layout.title.text.replace("<br>", " ")
+    assert "bars: " in title and "tensor-pipe line: recorded in PIPEFILE" in title
+    assert "tensor-pipe" not in hopper_fig.ladder_figure(recs).layout.title.text

@@ -234,6 +234,16 @@ def test_sweep_figure_short_labels():
 
 
 
+def test_sweep_highlights_the_best_ratio_not_the_most_tflops():
+    """Each bar has its own cuBLAS timing: a bar timed while the board's clock was high can show
+    more TFLOP/s and a lower ratio. The highlighted (slider's active) bar is the best ratio."""
+    recs = [{"params": {"A": a}, "value": v, "ratio": q, "metric": "TFLOP/s", "reference": "cuBLAS",
+             "source": "recorded"} for a, v, q in ((1, 300.0, 0.50), (2, 310.0, 0.49), (3, 290.0, 0.52))]
+    fig = sweep_fig.figure(recs, title="t")
+    assert fig.layout.sliders[0].active == 2
+    assert "A=3" in fig.layout.title.text
+
+
 def test_no_live_controls_in_batch_execution(monkeypatch):
     """scripts/execute_notebooks.py sets GEMM_BOOK_BATCH=1; then neither live
     control builds widgets, even with a GPU (see helpers.figures.show.live_controls)."""

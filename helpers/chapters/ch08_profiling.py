@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from helpers.figures import profiling as prof_fig, show, tuning as tuning_fig
 from helpers.models import diagnosis, tuning
-from helpers.runtime import catalog, defaults, gpu, launch, panels, results, roofline, tune
+from helpers.runtime import bench, catalog, defaults, gpu, launch, panels, results, roofline, tune
 
 from .common import HEADLINE, running
 from .cublas_fp32 import CUBLAS_ARTIFACT, CUBLAS_FIELDS, cublas_rows, show_cublas_fp32  # noqa: F401  (ch8.show_cublas_fp32)
@@ -136,7 +136,10 @@ def show_roofline_measured(runs: list, where: str, shape=SHAPE) -> list:
     draw them at measured and minimal intensity. Returns the records."""
     recs = running(upto=max(HEADLINE), shape=shape)
     ceil = roofline.ceilings()
-    title = f"Every heaven at its measured DRAM traffic (bytes counted by Nsight Compute, {where})"
+    # Two sources, each named: the bytes (the panels: live where ncu runs) and the heights (the
+    # running table: the record on the recording GPU, measured now on any other).
+    title = (f"Every heaven at its measured DRAM traffic (bytes counted by Nsight Compute, {where}; "
+             f"TFLOP/s {bench.where(recs)})")
     show.figure(prof_fig.roofline_measured(recs, ceil, runs, title=title))
     return recs
 

@@ -112,7 +112,8 @@ def ladder_figure(recs: list, title: str = "The Hopper ladder", pipe: dict | Non
                                  + "<extra></extra>"))
     fig.add_hline(y=1.0, line_dash="dot", annotation_text="cuBLAS", annotation_position="top left")
     fig.update_layout(barmode="group", height=420, margin=dict(l=60, r=60 if pipe else 20, t=80, b=40),
-                      title=dict(text=f"{title}<br><sup>{where(recs)}</sup>", x=0.01),
+                      title=dict(text=f"{title}<br><sup>bars: {where(recs)}"
+                                      + (f"; tensor-pipe line: {pipe_where}" if pipe else "") + "</sup>", x=0.01),
                       yaxis=dict(title="ratio to cuBLAS (same run)", rangemode="tozero"),
                       legend=dict(orientation="h", y=-0.25))
     if pipe:

@@ -48,7 +48,9 @@ def figure(recs: list, names=None, title: str = ""):
                   f"{res['local_bytes']} B local, occupancy {res['occupancy']:.0%} ({res['limited_by']})")
         return s
 
-    best = max(range(len(recs)), key=lambda i: vals[i])
+    # The highlighted bar is the best by the book's currency, the ratio to the reference timed
+    # beside it; its TFLOP/s can rank otherwise when the reference's own clock moved between bars.
+    best = max(range(len(recs)), key=lambda i: (recs[i].get("ratio") is not None, recs[i].get("ratio") or 0, vals[i]))
     def colors(i):
         return [style.SELECTED if j == i else (style.BAR if recs[j]["value"] is not None else style.NOT_RECORDED)
                 for j in range(len(recs))]
