@@ -178,6 +178,16 @@ def shipped_default_record(key: str, shape=SHAPE) -> dict | None:
     return results.lookup(key, spec.defaults, spec.dtype, list(shape))
 
 
+SAME_AS_DEFAULT = "(the default itself)"
+
+
+def _winner_diff(params: dict, ref: dict) -> str:
+    """What the winner changes from ``ref``: the default the run timed beside it (the default in
+    force then, which an earlier tuning may have moved off the catalog's defaults), else the
+    catalog's defaults; :data:`SAME_AS_DEFAULT` when nothing."""
+    return SAME_AS_DEFAULT if all(ref.get(k) == v for k, v in params.items()) else tuning_fig.fmt_params(params, ref)
+
+
 def search_rows(runs: list) -> list:
     """One row per tuned kernel: the size of its space, what the rules and the ranking left,
     how many were timed and came within 90 % of the best, the winner, the default beside it
@@ -199,15 +209,15 @@ def search_rows(runs: list) -> list:
                      "ranked": run.get("ranked"), "timed": len(recs),
                      "near": f"{tuning_fig.near_best(run)} of {len(recs)}",
                      "best": None if best is None else f"{best['ratio']:.3f} ({best['value']:.4g} TFLOP/s)",
-                     "winner": None if best is None else tuning_fig.fmt_params(best["params"], spec.defaults),
+                     "winner": None if best is None else _winner_diff(best["params"], base["params"] if base else spec.defaults),
                      "default": dflt, "rho": None if rho is None else round(rho, 2)})
     return rows
 
 
 SEARCH_COLUMNS = {"kernel": "kernel", "space": "configurations", "refused": "refused by the rules",
                   "ranked": "ranked by the model", "timed": "timed", "near": "within 90 % of the best",
-                  "best": "best: ratio to cuBLAS (TFLOP/s)", "winner": "winner (what differs from the shipped default)",
-                  "default": "shipped default: ratio to cuBLAS", "rho": "model's Spearman rho"}
+                  "best": "best: ratio to cuBLAS (TFLOP/s)", "winner": "winner (what differs from the default)",
+                  "default": "default (in force when tuned): ratio to cuBLAS", "rho": "model's Spearman rho"}
 
 
 def show_search(runs: list, where: str) -> list:
@@ -261,7 +271,7 @@ def summary_lines(runs: list, where: str) -> list:
     """The search in sentences, every number read from ``runs`` (printed under the figures)."""
     out = [f"Source: {where}."]
     for run, r in zip(runs, search_rows(runs)):       # the winner in words, never in brackets
-        win = "the shipped default" if r["winner"] == tuning_fig.fmt_params({}) else f"the default with {r['winner']}"
+        win = "the default itself" if r["winner"] == SAME_AS_DEFAULT else f"the default with {r['winner']}"
         out.append(f"{r['kernel']}: {r['space']} configurations, {r['refused']} refused by the rules, "
                    f"{r['ranked']} ranked, {r['timed']} timed, {r['near']} within 90 % of the best; best {r['best']} of "
                    f"cuBLAS, by {win}; {default_verdict(run)}; Spearman rho {r['rho']}: {rho_verdict(r['rho'])}.")
