@@ -96,7 +96,7 @@ def show_counters(shape=(4096, 4096, 4096)) -> list:
           f"That pipe is busy {r['l1_pct']['a']:.0f} % of the time in vec4 and {r['l1_pct']['b']:.0f} % in "
           f"smem_tiled, whose warps wait most on a full shared-memory queue "
           f"(MIO throttle {r['stall:mio_throttle']['b']:.1f} cycles per instruction) and on barriers "
-          f"({r['stall:barrier']['b']:.1f}); DRAM is at most {max(r['dram_pct']['a'], r['dram_pct']['b']):.1f} % busy.")
+          f"({r['stall:barrier']['b']:.1f}); DRAM throughput is at most {max(r['dram_pct']['a'], r['dram_pct']['b']):.1f} % of its peak.")
     return rows
 
 
