@@ -195,3 +195,12 @@ def test_bench_transpose_and_prepared(numpy_gpu):
         [("GB/s", "cudaMemcpy D2D", 0.0, 0.5)] * 2
     r = bench.prepared(launch.prepare("vec4", (16, 64, 32)))
     assert set(r) == RECORD_KEYS and r["kernel"] == "vec4" and r["value"] == bench.sig(2 * 16 * 64 * 32 / 1e-3 / 1e12)
+
+
+def test_speedup_is_the_quotient_of_the_ratios_not_of_the_tflops():
+    """Two kernels timed in one run, each beside its own cuBLAS timing: a clock that moved
+    between them shows in their TFLOP/s (and the references' TFLOP/s), not in their ratios."""
+    a = {"value": 60.0, "ratio": 0.50, "reference_value": 120.0}
+    b = {"value": 40.0, "ratio": 0.40, "reference_value": 100.0}
+    assert bench.speedup(a, b) == pytest.approx(1.25)          # not 60 / 40 = 1.5
+    assert bench.speedup(a, {"value": None, "ratio": None}) is None and bench.speedup(None, b) is None

@@ -62,7 +62,7 @@ def show_timings(shape=(4096, 4096, 4096)) -> list:
     common.show_records(recs, f"Heaven 1, fp32, {common.mnk(shape)}.")
     x, y = recs
     if x["value"] and y["value"]:
-        print(f"y-first is {y['ratio'] / x['ratio']:.1f}x faster than x-first")
+        print(f"y-first is {bench.speedup(y, x):.1f}x faster than x-first")
     return recs
 
 
@@ -71,7 +71,7 @@ def prose_values() -> dict:
     4096^3 fp32 (never measured): ``naive_x_ratio`` and ``naive_y_ratio`` (ratio to cuBLAS),
     ``naive_speedup`` (y-first's ratio to cuBLAS over x-first's: each against its own same-run cuBLAS timing) and ``naive_x_ms`` (one x-first run, ms)."""
     x, y = common.recorded_run("naive_xfirst"), common.recorded_run("naive_yfirst")
-    out = {"naive_x_ratio": x["ratio"], "naive_y_ratio": y["ratio"], "naive_speedup": y["ratio"] / x["ratio"],
+    out = {"naive_x_ratio": x["ratio"], "naive_y_ratio": y["ratio"], "naive_speedup": bench.speedup(y, x),
            "naive_x_ms": x["ms"]}
     for name, row in zip(("x", "y"), coalescing_rows()[0]):
         out[f"naive_{name}_spr"] = row["sectors per request"]

@@ -79,8 +79,8 @@ def show_timings(shape=(4096, 4096, 4096)) -> list:
     common.show_records(recs, f"Heavens 1 and 2, fp32, {common.mnk(shape)}.")
     base, vec, km = recs
     if base["value"] and vec["value"]:
-        print(f"vec4 is {vec['ratio'] / base['ratio']:.2f}x the best heaven-1 kernel; "
-              f"kmajor is {km['ratio'] / base['ratio']:.2f}x")
+        print(f"vec4 is {bench.speedup(vec, base):.2f}x the best heaven-1 kernel; "
+              f"kmajor is {bench.speedup(km, base):.2f}x")
     return recs
 
 
@@ -114,8 +114,8 @@ def show_control(shape=(4096, 4096, 4096)) -> list:
     common.show_records(recs, f"vec4's two changes timed apart, fp32, {common.mnk(shape)}.")
     base, strip, vec = recs
     if base["value"] and strip["value"] and vec["value"]:
-        print(f"four outputs per thread (strip4 / naive): {strip['ratio'] / base['ratio']:.2f}x; "
-              f"float4 loads on top (vec4 / strip4): {vec['ratio'] / strip['ratio']:.2f}x")
+        print(f"four outputs per thread (strip4 / naive): {bench.speedup(strip, base):.2f}x; "
+              f"float4 loads on top (vec4 / strip4): {bench.speedup(vec, strip):.2f}x")
     return recs
 
 

@@ -108,8 +108,8 @@ def show_timings(shape=(4096, 4096, 4096)) -> list:
     common.show_records(recs, f"Heavens 1-3, fp32, {common.mnk(shape)}.")
     naive, vec, tiled = recs
     if tiled["value"] and vec["value"]:
-        print(f"smem_tiled (TILE = {tiled['params']['TILE']}) is {tiled['ratio'] / vec['ratio']:.2f}x vec4 and "
-              f"{tiled['ratio'] / naive['ratio']:.2f}x the coalesced naive kernel; "
+        print(f"smem_tiled (TILE = {tiled['params']['TILE']}) is {bench.speedup(tiled, vec):.2f}x vec4 and "
+              f"{bench.speedup(tiled, naive):.2f}x the coalesced naive kernel; "
               f"{tiled['ratio']:.1%} of cuBLAS")
     return recs
 

@@ -249,7 +249,7 @@ def show_timings(shape=(4096, 4096, 4096)) -> list:
     done = [r for r in recs[1:] if r["value"]]
     if done and recs[0]["value"] and recs[1]["value"]:
         best = max(done, key=lambda r: r["ratio"])
-        print(f"tile1d_conflict is {recs[1]['ratio'] / recs[0]['ratio']:.2f}x smem_tiled; fastest layout here: "
+        print(f"tile1d_conflict is {bench.speedup(recs[1], recs[0]):.2f}x smem_tiled; fastest layout here: "
               f"{best['kernel']} ({style.params_text(best['params'])}), {best['ratio']:.1%} of cuBLAS, "
-              f"{best['ratio'] / recs[1]['ratio']:.2f}x the conflicting layout")
+              f"{bench.speedup(best, recs[1]):.2f}x the conflicting layout")
     return recs

@@ -265,13 +265,6 @@ def _span(xs: list) -> str:
     return "none measured" if not xs else f"{xs[0]:.3f}x" if len(xs) == 1 else f"{xs[0]:.3f}x to {xs[-1]:.3f}x"
 
 
-def _rel(a: dict | None, b: dict | None):
-    """How many times faster ``a`` ran than ``b``, as the quotient of their ratios to cuBLAS: each
-    kernel is timed against its own cuBLAS run, so its ratio, not its TFLOP/s, is what a clock that
-    moved between the two timings leaves comparable."""
-    return a["ratio"] / b["ratio"] if a and b and a.get("ratio") and b.get("ratio") else None
-
-
 def show_controls(shape=(4096, 4096, 4096)) -> dict:
     """Measure (live: one :func:`helpers.runtime.bench.gemm` call, each kernel alternated
     with cuBLAS in the same run) or read (no GPU: the H200 records, labelled) the two
@@ -298,7 +291,7 @@ def show_controls(shape=(4096, 4096, 4096)) -> dict:
     wh = wh[0].upper() + wh[1:]
 
     step_rows = [{"step": f"{b} -> {a}", "parameters": _tile(p), "before": _fmt(get(b, p)),
-                  "after": _fmt(get(a, q)), "after / before": _rel(get(a, q), get(b, p))} for b, a, p, q in steps]
+                  "after": _fmt(get(a, q)), "after / before": bench.speedup(get(a, q), get(b, p))} for b, a, p, q in steps]
     show.table(step_rows, ["step", "parameters", ("before", "before: TFLOP/s (x cuBLAS)"),
                            ("after", "after: TFLOP/s (x cuBLAS)"), ("after / before", "after / before (of the x cuBLAS)")],
                f"Each step against the step before it at the same parameters (cp_async at its default "
@@ -315,7 +308,7 @@ def show_controls(shape=(4096, 4096, 4096)) -> dict:
     if db and ca.get("value"):
         best = max(db, key=lambda r: r["ratio"])
         print(f"each at its best shipped configuration: cp_async ({_tile(default)}, STAGES={default['STAGES']}) "
-              f"{_fmt(ca)} against warptile_db ({_tile(best['params'])}) {_fmt(best)}: {_rel(ca, best):.3f}x")
+              f"{_fmt(ca)} against warptile_db ({_tile(best['params'])}) {_fmt(best)}: {bench.speedup(ca, best):.3f}x")
 
     group_rows = []
     for key, by in groups:
@@ -324,7 +317,7 @@ def show_controls(shape=(4096, 4096, 4096)) -> dict:
         for g, p in sorted(by.items()):
             row[f"G{g}"] = _fmt(get(key, p))
             if g != 8:
-                row[f"r{g}"] = _rel(get(key, p), base)
+                row[f"r{g}"] = bench.speedup(get(key, p), base)
         group_rows.append(row)
     gs = sorted({g for _, by in groups for g in by})
     show.table(group_rows, ["kernel", "parameters"] + [(f"G{g}", f"GROUP_M={g}") for g in gs]
@@ -414,7 +407,7 @@ def show_timings(shape=(4096, 4096, 4096)) -> list:
     common.show_records(recs, f"Heavens 3-5, fp32, {common.mnk(shape)}.", bar_title="Heaven 5, step by step")
     for prev, r in zip(recs[1:], recs[2:]):
         if r["ratio"] and prev["ratio"]:
-            print(f"{r['kernel']:12s} {r['ratio']:6.1%} of cuBLAS, {r['ratio'] / prev['ratio']:.2f}x the row above")
+            print(f"{r['kernel']:12s} {r['ratio']:6.1%} of cuBLAS, {bench.speedup(r, prev):.2f}x the row above")
     return recs
 
 
@@ -473,4 +466,4 @@ def show_launch_bounds_pitfall(shape=(4096, 4096, 4096)) -> None:
                         "spills cost time, not correctness).")
     a, b = recs
     if a["value"] and b["value"]:
-        print(f"asking for 2 blocks per SM: {b['ratio'] / a['ratio']:.2f}x the uncapped kernel's ratio to cuBLAS")
+        print(f"asking for 2 blocks per SM: {bench.speedup(b, a):.2f}x the uncapped kernel's ratio to cuBLAS")

@@ -178,14 +178,9 @@ def shipped_default_record(key: str, shape=SHAPE) -> dict | None:
     return results.lookup(key, spec.defaults, spec.dtype, list(shape))
 
 
+# The winner column names what the winner changes from the default the run timed beside it (the
+# default in force then, which an earlier tuning may have moved off the catalog's defaults).
 SAME_AS_DEFAULT = "(the default itself)"
-
-
-def _winner_diff(params: dict, ref: dict) -> str:
-    """What the winner changes from ``ref``: the default the run timed beside it (the default in
-    force then, which an earlier tuning may have moved off the catalog's defaults), else the
-    catalog's defaults; :data:`SAME_AS_DEFAULT` when nothing."""
-    return SAME_AS_DEFAULT if all(ref.get(k) == v for k, v in params.items()) else tuning_fig.fmt_params(params, ref)
 
 
 def search_rows(runs: list) -> list:
@@ -209,7 +204,8 @@ def search_rows(runs: list) -> list:
                      "ranked": run.get("ranked"), "timed": len(recs),
                      "near": f"{tuning_fig.near_best(run)} of {len(recs)}",
                      "best": None if best is None else f"{best['ratio']:.3f} ({best['value']:.4g} TFLOP/s)",
-                     "winner": None if best is None else _winner_diff(best["params"], base["params"] if base else spec.defaults),
+                     "winner": None if best is None else tuning_fig.fmt_params(
+                         best["params"], base["params"] if base else spec.defaults, SAME_AS_DEFAULT),
                      "default": dflt, "rho": None if rho is None else round(rho, 2)})
     return rows
 

@@ -421,7 +421,7 @@ def show_spills(shape=(4096, 4096, 4096)) -> list:
                ["kernel", "MIN_BLOCKS", "TFLOP/s", "x cuBLAS", "rel. error"],
                f"fp32, {' x '.join(map(str, shape))}, each against cuBLAS in the same run; {bench.where(recs)}.")
     if all(r["value"] for r in recs):
-        print(f"__launch_bounds__(256, 2): {recs[1]['ratio'] / recs[0]['ratio']:.2f}x the ratio to cuBLAS of (256, 1)")
+        print(f"__launch_bounds__(256, 2): {bench.speedup(recs[1], recs[0]):.2f}x the ratio to cuBLAS of (256, 1)")
     return recs
 
 

@@ -5,7 +5,7 @@ belongs to chapter 5's page and imports nothing but that chapter, ``common`` and
 """
 from __future__ import annotations
 
-from helpers.runtime import catalog, panels, results
+from helpers.runtime import bench, catalog, panels, results
 
 from . import ch05_register_tiling as ch5
 
@@ -21,12 +21,11 @@ def _ratio(key: str, p: dict) -> float:
 
 def _pairs(before: str, after: str) -> list:
     """[(params of ``before``, speed of ``after`` over ``before``)] at every shared configuration
-    (:func:`helpers.chapters.ch05_register_tiling.twins`), from the records. The speed quotient is of
-    the two ratios to cuBLAS (each kernel's own same-run reference), as the chapter's tables give it."""
+    (:func:`helpers.chapters.ch05_register_tiling.twins`), from the records, as :func:`helpers.runtime.bench.speedup` (the quotient of their ratios to cuBLAS)."""
     out = []
     for p, q in ch5.twins(before, after):
         a, b = results.lookup(after, q, "float32", SHAPE), results.lookup(before, p, "float32", SHAPE)
-        out.append((p, a["ratio"] / b["ratio"]))
+        out.append((p, bench.speedup(a, b)))
     return out
 
 
@@ -69,7 +68,7 @@ def prose_values() -> dict:
     out["ca_level_min"], out["ca_level_max"] = min(level), max(level)
     small_tile = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8}
     out["db_small"] = _ratio("warptile_db", {**catalog.get("warptile_db").defaults, **small_tile})
-    groups = {(k, g): _ratio(k, p) / _ratio(k, by[8])
+    groups = {(k, g): bench.speedup(results.lookup(k, p, "float32", SHAPE), results.lookup(k, by[8], "float32", SHAPE))
               for k, by in ch5.group_m_sets() for g, p in by.items() if g != 8}
     out["group_wt_loss_pct"] = -_pct(groups["warptile", 0])
     out["group_others_dev_pct"] = max(abs(_pct(x)) for (k, _), x in groups.items() if k != "warptile")

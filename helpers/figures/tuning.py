@@ -28,10 +28,11 @@ from .style import GROUP_COLORS, wrap
 NEAR = 0.9          # "within 90 % of the best"
 
 
-def fmt_params(p: dict, ref: dict | None = None) -> str:
-    """Parameters as 'K=V ...'; with ``ref``, only those that differ from it."""
+def fmt_params(p: dict, ref: dict | None = None, same: str = "(the shipped default)") -> str:
+    """Parameters as 'K=V ...'; with ``ref``, only those that differ from it, and ``same`` when
+    none does (name ``ref`` there: the shipped default, or the default a run timed)."""
     items = [(k, v) for k, v in p.items() if ref is None or ref.get(k) != v]
-    return " ".join(f"{k}={v}" for k, v in items) or "(the shipped default)"
+    return " ".join(f"{k}={v}" for k, v in items) or same
 
 
 def speed(r: dict) -> float:

@@ -331,6 +331,15 @@ def record_is_this_gpu() -> bool:
     return results.load().get("provenance", {}).get("gpu") == gpu.device_info()["name"]
 
 
+def speedup(a: dict | None, b: dict | None) -> float | None:
+    """How many times faster record ``a`` ran than record ``b``: the quotient of their ratios
+    to the reference. Each kernel is timed against its own reference in alternating rounds, so
+    its ratio, not its TFLOP/s, is what a clock that moved between the two timings leaves
+    comparable (METHOD: every speed a ratio to a same-run reference). None when either ratio
+    is missing (not recorded, or a GPU that cannot run it)."""
+    return a["ratio"] / b["ratio"] if a and b and a.get("ratio") and b.get("ratio") else None
+
+
 def kernel_label(r: dict) -> str:
     """A record's kernel as the running table and the staircase name it: its catalog title
     without the rung number a chapter's ladder prefixes it with ("9: predicated ...") and without
