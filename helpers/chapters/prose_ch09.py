@@ -37,11 +37,17 @@ def _waves(M: int, N: int, sms: int) -> dict:
 def fused_rows(rows: list) -> dict:
     """Where auto's plan in an end-to-end section used split-K's one-launch reduction ("fused"):
     ``n`` shapes, ``ok`` of them within 5 % of the fastest strategy, ``worst`` the lowest ratio of
-    auto to the fastest, ``best`` auto's highest ratio to cuBLAS among them (fractions)."""
+    auto to the fastest, ``best`` auto's highest ratio to cuBLAS among them (fractions), ``verdict``
+    a clause that says whether the model's choice held (every shape within 5 %, at least three
+    quarters of them, or fewer)."""
     f = [r for r in rows if "(fused)" in r["plan"]]
     if not f:
         raise KeyError("no end-to-end row where auto's plan used the one-launch split-K")
-    return {"n": len(f), "ok": sum(1 for r in f if r["auto within 5% of best"]),
+    ok = sum(1 for r in f if r["auto within 5% of best"])
+    verdict = ("the model's choice held on every one" if ok == len(f) else
+               "the model's choice held on most of them, not all" if ok >= 0.75 * len(f) else
+               "the model chose it too often")
+    return {"n": len(f), "ok": ok, "verdict": verdict,
             "worst": min(r["ratio"] / r["best ratio"] for r in f), "best": max(r["ratio"] for r in f)}
 
 
