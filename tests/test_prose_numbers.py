@@ -47,6 +47,13 @@ CONSTANTS: dict[str, dict[str, str]] = {
         "within 5 % of the fastest": "the end-to-end verdict, set in code (helpers/chapters/end_to_end.py's "
                                      "'auto within 5% of best'), not a measurement",
     },
+    "ncu_primer.md": {
+        "at 60 % of its peak": "diagnosis.BUSY, a threshold of the method set in code, not a measurement",
+        "at 80 % or more": "diagnosis.CEILING, a threshold of the method",
+        "at least 20 % of its": "diagnosis.CONFLICT_SHARE, a threshold of the method",
+        "under 50 % of each": "diagnosis.SECTOR_USE, a threshold of the method",
+        "by 10 % of its own": "diagnosis.STALL_TIE, a threshold of the method",
+    },
     "08_profiling.ipynb": {
         "from 1% to 95% compute utilization": "the title of the article whose road map the book follows, "
                                               "quoted in translation: its claim, not a measurement of this book",
@@ -75,8 +82,8 @@ def measured_numbers(markdown: str, constants=()) -> list[str]:
     text = markdown
     for pat in _STRIP:
         text = pat.sub(" ", text)
-    for phrase in constants:
-        text = text.replace(phrase, " ")
+    for phrase in constants:   # whole phrases only: "0 %" must not swallow the end of "60 %"
+        text = re.sub(rf"(?<![\w.,]){re.escape(phrase)}", " ", text)
     found = []
     for pat in (_WITH_UNIT, _RATIO):
         for m in pat.finditer(text):
@@ -117,6 +124,12 @@ def test_measured_numbers_in_the_prose_are_glued(path):
 ])
 def test_a_planted_measurement_is_found(text):
     assert measured_numbers(text), text
+
+
+def test_a_constant_phrase_does_not_hide_a_longer_number():
+    """The page-wide constant "0 %" strips a whole phrase only, not the end of "60 %"."""
+    assert measured_numbers("The tensor pipe sat at 60 % of peak.", constants=CONSTANTS["*"])
+    assert not measured_numbers("from 0 % to 100 % of peak", constants=CONSTANTS["*"])
 
 
 @pytest.mark.parametrize("text", [

@@ -334,6 +334,15 @@ def show_tuned_panels(runs: list, key: str = "cp_async", live: bool | None = Non
     show.figure(tuning_fig.panel_figure(pairs, f"{key}; {where}"))
 
 
+def _races_where(full: dict) -> str:
+    """"; the two races recorded <date> (commit <c>)" from the runs' confirmation provenance, or ""."""
+    provs = {(p.get("date"), p.get("commit")) for r in full.get("runs", [])
+             for p in (r.get("confirmed_provenance"), r.get("reconfirmed_provenance")) if p}
+    if not provs:
+        return ""
+    return "; the races (the table's rows) " + ", ".join(f"recorded {d} at commit {c}" for d, c in sorted(provs))
+
+
 def show_accuracy(slug: str = results.DEFAULT_SLUG) -> list:
     """The tuner against an exhaustive search (recorded): every valid configuration of one
     kernel timed once, its top re-timed with the tuner's pick by the full method, and where
@@ -350,7 +359,8 @@ def show_accuracy(slug: str = results.DEFAULT_SLUG) -> list:
                           "pick / best", "rank of the pick"],
                    f"The tuner's pick against every valid configuration of {r0['kernel']} ({r0['valid configurations']} "
                    f"valid; the tuner timed {r0['tuner timed']}, a share of {r0['share timed']}). Best, pick and rank go "
-                   f"by the ratio to cuBLAS, each configuration against its own cuBLAS timing in the same run; {where}.")
+                   f"by the ratio to cuBLAS, each configuration against its own cuBLAS timing in the same run; the "
+                   f"single-round pass {where}{_races_where(full)}.")
     name = {r["kernel"]: f"{r['kernel']} (all {r['space'] - r['refused']}, one round each)" for r in full["runs"]}
     runs = [{**r, "kernel": name[r["kernel"]], "timed": [{**t, "stage": "the exhaustive pass"} for t in r["timed"]]}
             for r in full["runs"]]

@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 from helpers.models import anyshape as model
 
 from . import style
-from .style import GROUP_COLORS, model_note
+from .style import GROUP_COLORS
 
 DTYPE_COLORS = {"float16": GROUP_COLORS[0], "bfloat16": GROUP_COLORS[1]}
 
@@ -61,7 +61,7 @@ def splitk_model_figure(M: int, N: int, K: int, sms: int, measured: list | None 
                                  marker=dict(size=9, color=GROUP_COLORS[2]), name="measured",
                                  text=[r["title"] for r in pts], hovertemplate="%{text}: %{y:.3f} ms<extra></extra>"))
     fig.update_layout(title=_title(f"Split-K on {M} x {N} x {K}, {sms} SMs: time against the number of splits",
-                                   f"{model_note()} (line); {where or 'no measurement'} (dots)"),
+                                   f"time model splitk_time, no GPU involved (line); {where or 'no measurement'} (dots)"),
                       xaxis=dict(title="splits s", type="log"), yaxis=dict(title="time (ms)", type="log"),
                       height=380, legend=dict(orientation="h", y=-0.25), margin=dict(l=50, r=20, t=80, b=60))
     return fig

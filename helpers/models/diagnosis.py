@@ -51,8 +51,9 @@ FIELDS = {
     "shared_wavefronts": ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",),
     "duration_ns": ("gpu__time_duration.sum",),
 }
-# Tensor pipe: mma.sync/WMMA count as HMMA; wgmma (chapter 10) only in the pipe-wide metric
-# (sm__pipe_tensor_op_gmma_cycles_active does not exist on gh100). The panel takes the larger.
+# Tensor pipe: the HMMA metric and the pipe-wide one (sm__pipe_tensor_op_gmma_cycles_active does
+# not exist on gh100). On the H200 both read the same for chapter 10's wgmma kernel
+# (results/h200-ncu-panels.json); the panel takes the larger, whichever a GPU fills.
 TENSOR = ("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
           "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active")
 # Warp stalls, as Nsight Compute's WarpStateStats section reports them: cycles a warp
