@@ -14,9 +14,9 @@ for (M, N, K) in ((128, 5632, 2048), (16, 4096, 4096), (1, 4096, 4096), (512, 51
     B = (rng.standard_normal((K, N), dtype=cp.float32)).astype(cp.float16)
     for loop in ("mma", "hopper"):
         if loop == "mma":
-            s = max(2, model.choose_splits(M, N, K, sms)[0]); ops = "direct"
+            s, ops = max(2, model.choose_splits(M, N, K, sms)[0]), "direct"
         else:
-            s = max(2, model.choose_splits(M, N, K, sms, model.HOPPER_CFG)[0]); ops = "hopper"
+            s, ops = max(2, model.choose_splits(M, N, K, sms, model.HOPPER_CFG)[0]), "hopper"
         out = {}
         for red in ("twopass", "fused"):
             p = model.Plan(operands=ops, schedule="splitk", splits=s, reduction=red, reason="ab")
