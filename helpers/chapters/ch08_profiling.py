@@ -335,7 +335,8 @@ def show_tuned_panels(runs: list, key: str = "cp_async", live: bool | None = Non
 
 
 def _races_where(full: dict) -> str:
-    """"; the two races recorded <date> (commit <c>)" from the runs' confirmation provenance, or ""."""
+    """"; the races (the table's rows) recorded <date> at commit <c>, ..." from the runs'
+    confirmation provenance (confirmed_provenance, reconfirmed_provenance), or "" if none."""
     provs = {(p.get("date"), p.get("commit")) for r in full.get("runs", [])
              for p in (r.get("confirmed_provenance"), r.get("reconfirmed_provenance")) if p}
     if not provs:
