@@ -486,11 +486,17 @@ __device__ __forceinline__ void store_w(const float (&acc)[MT][NT][4], float* __
             }
 }
 
-// The load of a partial another block wrote: through L2 (.cg), never a stale L1 line.
-__device__ __forceinline__ float ldcg1(const float* p)
+// Four consecutive partials p[0..3] through L2 (.cg: another block wrote them), one float4
+// load when ``vec`` (p 16-byte aligned), else up to ``left`` guarded scalar loads (0 past N).
+__device__ __forceinline__ float4 partial4(const float* p, bool vec, int left)
 {
-    float v;
-    asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(v) : "l"(p) : "memory");
+    if (vec)
+        return __ldcg(reinterpret_cast<const float4*>(p));
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    v.x = __ldcg(p);
+    if (left > 1) v.y = __ldcg(p + 1);
+    if (left > 2) v.z = __ldcg(p + 2);
+    if (left > 3) v.w = __ldcg(p + 3);
     return v;
 }
 
@@ -520,25 +526,35 @@ __device__ __forceinline__ void splitk_fused(const float (&acc)[MT][NT][4], floa
         return;
     __threadfence();
     // for (r, c) in the tile:  C[r][c] = ((0 + W[0][r][c]) + W[1][r][c]) + ...
-    for (int e = threadIdx.x; e < BM * BN; e += THREADS) {
-        const int r = m0 + e / BN, c = n0 + e % BN;  // consecutive threads: consecutive columns
+    // The sum is latency-bound (one block reads every partial of its tile from L2), so each
+    // thread keeps up to eight splits of four columns in flight: float4 loads where N % 4 == 0
+    // (then every row of W starts 16-byte aligned and c is a multiple of 4), guarded scalars
+    // otherwise. The adds stay in the order z = 0, 1, ..., element by element.
+    const bool vec = N % 4 == 0;
+    for (int e = 4 * threadIdx.x; e < BM * BN; e += 4 * THREADS) {
+        const int r = m0 + e / BN, c = n0 + e % BN;   // four consecutive columns per thread
         if (r >= M || c >= N)
             continue;
         const long long i = (long long)r * N + c;
-        float sum = 0.f;
-        int z = 0;
-        for (; z + 8 <= splits; z += 8) {        // eight loads in flight, the adds in order
-            float v[8];
+        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int z = 0; z < splits; z += 8) {
+            float4 v[8];
             #pragma unroll
             for (int j = 0; j < 8; ++j)
-                v[j] = ldcg1(W + (z + j) * MN + i);
+                if (z + j < splits)
+                    v[j] = partial4(W + (z + j) * MN + i, vec, N - c);
             #pragma unroll
             for (int j = 0; j < 8; ++j)
-                sum += v[j];
+                if (z + j < splits) {
+                    sum.x += v[j].x; sum.y += v[j].y; sum.z += v[j].z; sum.w += v[j].w;
+                }
         }
-        for (; z < splits; ++z)
-            sum += ldcg1(W + z * MN + i);
-        C[(long long)r * ldc + c] = cvt1(sum);
+        T* out = C + (long long)r * ldc + c;
+        const float s4[4] = {sum.x, sum.y, sum.z, sum.w};
+        #pragma unroll
+        for (int k = 0; k < 4; ++k)
+            if (c + k < N)
+                out[k] = cvt1(s4[k]);
     }
 }
 

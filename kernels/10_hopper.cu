@@ -434,18 +434,44 @@ __device__ __forceinline__ void splitk_last_sum(const float* __restrict__ W, int
     __threadfence();
     const long long MN = (long long)M * N;
     // for (r, c) in the tile:  C[r][c] = ((0 + W[0][r][c]) + W[1][r][c]) + ...
-    for (int e = threadIdx.x & 127; e < BM * BN; e += 128) {
-        const int r = m0 + e / BN, c = n0 + e % BN;  // consecutive threads: consecutive columns
+    // Latency-bound (one warpgroup reads every partial of the tile from L2): each thread keeps
+    // up to eight splits of four columns in flight, float4 loads where N % 4 == 0 (rows of W
+    // 16-byte aligned, c a multiple of 4), guarded scalars otherwise; the adds stay in the
+    // order z = 0, 1, ..., element by element.
+    const bool vec = N % 4 == 0;
+    for (int e = 4 * (threadIdx.x & 127); e < BM * BN; e += 4 * 128) {
+        const int r = m0 + e / BN, c = n0 + e % BN;  // four consecutive columns per thread
         if (r >= M || c >= N)
             continue;
         const long long i = (long long)r * N + c;
-        float sum = 0.f;
-        for (int z = 0; z < splits; ++z) {
-            float v;
-            asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(v) : "l"(W + z * MN + i) : "memory");
-            sum += v;
+        float sum[4] = {0.f, 0.f, 0.f, 0.f};
+        for (int z = 0; z < splits; z += 8) {
+            float v[8][4];
+            #pragma unroll
+            for (int j = 0; j < 8; ++j)
+                if (z + j < splits) {
+                    const float* p = W + (z + j) * MN + i;
+                    if (vec) {
+                        const float4 q = __ldcg(reinterpret_cast<const float4*>(p));
+                        v[j][0] = q.x; v[j][1] = q.y; v[j][2] = q.z; v[j][3] = q.w;
+                    } else {
+                        #pragma unroll
+                        for (int k = 0; k < 4; ++k)
+                            v[j][k] = c + k < N ? __ldcg(p + k) : 0.f;
+                    }
+                }
+            #pragma unroll
+            for (int j = 0; j < 8; ++j)
+                if (z + j < splits) {
+                    #pragma unroll
+                    for (int k = 0; k < 4; ++k)
+                        sum[k] += v[j][k];
+                }
         }
-        C[i] = to_T(sum);
+        #pragma unroll
+        for (int k = 0; k < 4; ++k)
+            if (c + k < N)
+                C[i + k] = to_T(sum[k]);
     }
 }
 #endif
