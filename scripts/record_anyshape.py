@@ -17,7 +17,8 @@ shape zoo, fp16), ``end_to_end`` (gemm(A, B, out=C) as a reader calls it over th
 and the LLM GEMMs, beside the kernel-only run(), chapter 9's kernels only), ``host``
 (CPU microseconds per call of gemm(), run() and cupy.matmul), ``hopper_dispatch`` and
 ``end_to_end_hopper`` (chapter 10's last section: its kernel as the dispatcher's "hopper"
-strategies; sm_90). Sections other than check_grid, host and those two run with chapter 9's
+strategies; sm_90), ``reductions`` (split-K's two deterministic reductions at the same split
+count, on both loops: the control behind the dispatcher's row limit for the one-launch sum). Sections other than check_grid, host and those two run with chapter 9's
 kernels only (``anyshape.without_hopper``). Every speed is a ratio to cuBLAS timed on the same inputs in
 alternating rounds; every result was checked against float64 first. The file's
 ``provenance`` says where and when (GPU, driver, CuPy, date, commit), and each
@@ -51,8 +52,9 @@ SECTIONS = {
     "host": e2e.host_rows,
     "hopper_dispatch": hd.hopper_dispatch,
     "end_to_end_hopper": hd.end_to_end_hopper,
+    "reductions": e2e.reduction_control,
 }
-WITH_HOPPER = ("check_grid", "host", "hopper_dispatch", "end_to_end_hopper")   # the others: chapter 9's kernels
+WITH_HOPPER = ("check_grid", "host", "hopper_dispatch", "end_to_end_hopper", "reductions")   # the others: chapter 9's kernels
 
 SANITIZE = [((35, 79, 19), (0, 0, 0)), ((129, 131, 67), (1, 1, 1)), ((130, 264, 200), (0, 0, 0)),
             ((300, 520, 264), (0, 0, 0))]

@@ -15,6 +15,7 @@ import contextlib
 import math
 
 from helpers.figures import anyshape as fig, show
+from helpers.models import anyshape as model
 from helpers.runtime import anyshape as rt, bench, gpu, results, timing
 
 from . import ch09_any_shape as ch9
@@ -174,3 +175,63 @@ def show_end_to_end(section: str = "end_to_end", host: bool = True) -> None:
                    f"one shape (the caches warm), of the runtime as a reader has it on the GPU measured: on an H200 "
                    f"its plans include chapter 10's kernel (the \"hopper\" plans, previewed here), unlike "
                    f"the zoo above; {where}.")
+
+
+# Split-K's two deterministic reductions against each other: GEMV-like rows (1 and 16 tokens of a
+# Llama-3-8B projection) and 128-row-or-more shapes where the model split K.
+REDUCTION_SHAPES = ((1, 4096, 4096), (16, 4096, 4096), (128, 5632, 2048), (512, 512, 32768), (1024, 1024, 16384))
+
+
+def reduction_control(dtype: str = "float16", shapes=REDUCTION_SHAPES, rounds: int = 5) -> list:
+    """Live: the control behind :data:`helpers.models.anyshape.FUSED_MAX_M`. On each shape and
+    loop (heaven 7's, A and B read in place; chapter 10's where this GPU runs it) the same split
+    count (the model's, at least 2) runs with the two-pass reduction and with the one-launch one,
+    pre-planned (kernel-only), each checked against float64 after a NaN poison and timed against
+    cuBLAS in alternating rounds (:func:`helpers.runtime.bench.measure`); then both outputs of one
+    more call are compared bit for bit. Returns one row per (shape, loop): "M", "N", "K", "loop"
+    ("mma.sync" or "wgmma"), "splits", "two-pass / cuBLAS", "one-launch / cuBLAS", "one-launch speed
+    / two-pass" (:func:`helpers.runtime.bench.speedup`), "bit-equal", "records"."""
+    cp = gpu.cupy()
+    loops = [("mma.sync", model.CFG, "direct")]
+    if rt.can_run("hopper") is None:
+        loops.append(("wgmma", model.HOPPER_CFG, "hopper"))
+    rows = []
+    for M, N, K in shapes:
+        data = bench.inputs((M, N, K), dtype)
+        A, B, _ = data.args()
+        for loop, cfg, ops in loops:
+            s = max(2, model.choose_splits(M, model.round_up(N, 8), model.round_up(K, 8), rt.sm_count(), cfg)[0])
+            recs, outs = {}, {}
+            for red in ("twopass", "fused"):
+                p = model.Plan(operands=ops, schedule="splitk", splits=s, reduction=red, reason="reduction control")
+                recs[red] = bench.measure(lambda A, B, C, p=p: rt.run(p, A, B, C), (M, N, K), dtype, data=data,
+                                          rounds=rounds, chapter=9, kernel=f"run:{ops} splitk {red}", title=p.name,
+                                          params={"loop": loop, "splits": s, "reduction": red},
+                                          what=f"{p.name} at {M} x {N} x {K}").as_dict()
+                C = cp.full((M, N), cp.nan, dtype=A.dtype)
+                rt.run(p, A, B, C)
+                outs[red] = C
+            rows.append({"M": M, "N": N, "K": K, "loop": loop, "splits": s,
+                         "two-pass / cuBLAS": recs["twopass"]["ratio"], "one-launch / cuBLAS": recs["fused"]["ratio"],
+                         "one-launch speed / two-pass": bench.sig(bench.speedup(recs["fused"], recs["twopass"]), 3),
+                         "bit-equal": bool(cp.array_equal(outs["twopass"], outs["fused"])),
+                         "records": list(recs.values())})
+    return rows
+
+
+def show_reduction_control() -> None:
+    """The recorded control of split-K's two reductions (section ``reductions``): a table, one
+    row per shape and loop (live it needs every split-K build, so the page shows the record)."""
+    doc = results.artifact("anyshape") or {}
+    where = results.artifact_where(doc, "anyshape")
+    rows = doc.get("reductions")
+    if not rows:
+        show.note(f"The control of the two reductions is not in the record ({where}) yet: on an sm_80+ GPU, "
+                  "`python scripts/record_anyshape.py --sections reductions` measures it.", title="Reductions")
+        return
+    show.table(rows, {"M": "M", "N": "N", "K": "K", "loop": "loop", "splits": "splits",
+                      "two-pass / cuBLAS": "two-pass / cuBLAS", "one-launch / cuBLAS": "one launch / cuBLAS",
+                      "one-launch speed / two-pass": "one launch ÷ two-pass", "bit-equal": "same bits"},
+               "The same split count with each deterministic reduction, kernel-only (pre-planned run()), each "
+               "checked against float64 and timed against cuBLAS in alternating rounds; one launch ÷ two-pass is "
+               f"the quotient of the two ratios (above 1: the one-launch sum is faster); {where}.")
