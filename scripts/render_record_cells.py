@@ -8,8 +8,8 @@ Two kinds of cell show the same thing live and recorded, because no kernel runs 
 * model cells: tagged ``model-only`` (a figure or table drawn from a model or from the records,
   such as the tile hierarchy or the split-K partition);
 * exercise check cells (``exercises.check(...)``): without live controls (no GPU, or the batch
-  run that writes the book's outputs) they run nothing and show the recorded check of every
-  file of the exercise (``results/<gpu>-exercises.json``).
+  run that writes the book's outputs) they run nothing and show the recorded check of the
+  exercise's solution and one line on the checker's own test (``results/<gpu>-exercises.json``).
 
 After a re-recording, a new glue value or a new model figure, their committed outputs are
 stale or missing. This script executes the notebook in recorded mode (``GEMM_BOOK_FORCE_RECORDED=1``,

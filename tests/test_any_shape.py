@@ -169,3 +169,11 @@ def test_reduction_bounds_split_rows_at_the_limit():
     assert b["all_equal"] is False
     with pytest.raises(KeyError, match="rows"):
         prose_ch09.reduction_bounds([row(1, 1.2)])
+
+
+def test_plan_reasons_count_in_proper_plurals():
+    """"1 k-tile", "1 tile", never "1 k-tile(s)" or "1 tiles"."""
+    assert model.counted(1, "k-tile") == "1 k-tile" and model.counted(2, "tile") == "2 tiles"
+    why = model.plan(1, 1, 1, aligned=False, sms=132).reason
+    assert "1 k-tile in one wave" in why and "1 tile = " in why and "(s)" not in why
+    assert "512 tiles = " in model.plan(4096, 4096, 4096, aligned=True, sms=132).reason

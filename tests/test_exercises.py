@@ -356,8 +356,22 @@ def test_recorded_mode_shows_the_recorded_check(monkeypatch):
     monkeypatch.setattr(ex.common, "artifact_note", lambda *a: (doc, "recorded on NVIDIA H200"))
     ex.check("3.1", ex.get("3.1").text("starter"))
     text = shown[0]
-    assert "the recorded check" in text and "wrong_one_barrier" in text and "0.2 of cuBLAS" in text
+    assert "the recorded check" in text and "0.2 of cuBLAS" in text
     assert "0.909 of the chapter's kernel" in text
+    # the checker's own test over the exercise's files: one sentence, no table of file names
+    assert "| submitted |" not in text and "wrong_one_barrier" not in text
+    assert ("The checker was also tried on the unfinished starter file and 1 deliberately wrong version "
+            "of this kernel: each got the verdict it was written to provoke; recorded on NVIDIA H200") in text
+
+
+def test_self_test_line_names_a_file_that_got_another_verdict():
+    e = ex.get("3.1")
+    got = {"starter": {"hint": "race"}, "solution": {"hint": "pass"},
+           "wrong_one_barrier": {"hint": "pass"}, "wrong_no_zero_fill": {"hint": "tile_edge"}}
+    line = ex.self_test_line(e, got, "recorded on X")
+    assert "2 deliberately wrong versions" in line and "provoke" not in line
+    assert f'{e.stem}.wrong_one_barrier.cu got "pass", not "race"; recorded on X.' in line
+    assert ex.self_test_line(e, {"solution": {"hint": "pass"}}, "recorded on X") == ""
 
 
 def test_the_cell_magic_checks_the_cell(monkeypatch):

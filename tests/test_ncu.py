@@ -118,3 +118,20 @@ def test_controls_regex_matches_every_controls_entry():
     assert "gemm_mma_probe" in entries
     assert all(re.search(pattern, e) for e in entries), (pattern, entries)
     assert not re.search(pattern, "gemm_mma_sync_other")
+
+
+def test_version_text_names_nsight_compute_and_its_release():
+    """Captions print "Nsight Compute 2025.3.1", not ncu's raw --version line."""
+    assert ncu_tool.version_text("Version 2025.3.1.0 (build 36398880) (public-release)") == "Nsight Compute 2025.3.1"
+    assert ncu_tool.version_text(None) == "Nsight Compute" == ncu_tool.version_text("odd output")
+
+
+def test_command_summary_is_one_short_line():
+    """A notebook prints what ncu collected, never its ~2,000-character command line."""
+    metrics = [f"unit__m{i}.sum" for i in range(22)]
+    cmd = " ".join(ncu_tool.raw_command("/usr/local/cuda/bin/ncu", ["/x/python", "/x/scripts/ncu_panels.py"],
+                                        "regex:^k$", metrics, launch_count=1, log="/tmp/a.csv"))
+    line = ncu_tool.command_summary(cmd)
+    assert line == ("ncu, collecting 4 sections (SpeedOfLight, MemoryWorkloadAnalysis, Occupancy, WarpStateStats) "
+                    "and 22 extra metrics from one launch")
+    assert ncu_tool.command_summary("ncu --metrics a.sum,b.sum python x.py") == "ncu, collecting 2 metrics"

@@ -159,6 +159,21 @@ def test_ncu_rows_model_only_and_with_a_recording(tmp_path, monkeypatch):
     (tmp_path / f"{results.DEFAULT_SLUG}-ldmatrix.json").write_text(json.dumps(doc))
     got = {r["counter"]: r["agree"] for r in ch7.ncu_rows(results.artifact("ldmatrix"))}
     assert got["ldmatrix instructions"] == "yes" and got["cp.async instructions"] == "NO"
+    # counters read back as floats print as integers beside the model, not 1.573e+06
+    rows = ch7.ncu_rows(results.artifact("ldmatrix"))
+    assert all(type(r["measured"]) is int and type(r["model"]) is int for r in rows)
+    assert "e+0" not in show.table_markdown(rows, ["model", "measured"], "c")
+
+
+def test_ncu_caption_names_nsight_compute_by_its_release(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    doc = {"provenance": {"gpu": "NVIDIA H200", "date": "2026-12-04",
+                          "ncu": "Version 2025.3.1.0 (build 36398880) (public-release)"}, "runs": []}
+    (tmp_path / f"{results.DEFAULT_SLUG}-ldmatrix.json").write_text(json.dumps(doc))
+    shown = []
+    monkeypatch.setattr(show, "_markdown", shown.append)
+    ch7.show_ncu_ldmatrix()
+    assert "measured with Nsight Compute 2025.3.1 on NVIDIA H200" in shown[0] and "build" not in shown[0]
 
 
 def test_resource_rows_refuse_invalid_configs_before_compiling(recorded, monkeypatch):

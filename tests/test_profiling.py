@@ -282,3 +282,45 @@ def test_the_cublas_control_caption_names_the_controls_own_commit(monkeypatch):
     monkeypatch.setattr(results, "artifact", lambda name, slug=results.DEFAULT_SLUG: later)
     rows = ch.cublas_rows()
     assert "commit abc1234" in rows["control_where"] and "commit abc1234" not in rows["where"]
+
+
+def test_steps_are_shown_in_words():
+    """The decision table's step identifiers stay in code; a notebook shows them in words."""
+    assert set(diagnosis.STEP_NAMES) == set(diagnosis.STEPS)
+    assert diagnosis.step_words("register_reuse") == "register tiles"
+    assert diagnosis.step_words("overlap, smem_reuse") == "overlap loads with math and shared-memory tiles"
+    assert diagnosis.step_words("a, b, c") == "a, b and c" and diagnosis.step_words("") == ""
+    assert all("_" not in w for w in diagnosis.STEP_NAMES.values())
+
+
+def test_an_excused_disagreement_is_titled_in_words(monkeypatch):
+    from helpers.chapters import ch08_profiling as ch
+    from helpers.figures import show
+    titles = []
+    monkeypatch.setattr(show, "note", lambda text, title="Note": titles.append(title))
+    ch.show_excuses([{"heaven": 2, "next": 3, "names": "register_reuse", "takes": "smem_reuse",
+                      "agree": "no: see why below"}])
+    assert titles == ["Heaven 2 -> 3: the table names register tiles, the book takes shared-memory tiles"]
+
+
+def test_the_defaults_line_says_where_they_come_from():
+    from helpers.chapters import ch08_profiling as ch
+    from helpers.runtime import gpu
+    assert ch.defaults_where(None).startswith("in recorded mode")
+    h200 = {**gpu.SIMULATED["h200"], "simulated": False}
+    assert ch.defaults_where(h200) == "on this NVIDIA H200, read from results/h200-tuning.json"
+    l4 = {**gpu.SIMULATED["l4"], "slug": "l4", "simulated": True}
+    assert "simulated" in ch.defaults_where(l4) and "recorded mode" not in ch.defaults_where(l4)
+
+
+def test_the_cublas_comparison_prints_no_ncu_command_line(capsys):
+    from helpers.chapters import ch08_profiling as ch
+    from helpers.figures import show
+    if ch.cublas_rows() is None:
+        pytest.skip("results/h200-ncu-cublas.json not recorded")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(show, "_markdown", lambda text: None)
+        mp.setattr(show, "figure", lambda fig: None)
+        ch.show_cublas_fp32()
+    out = capsys.readouterr().out
+    assert "--metrics" not in out and "sections (SpeedOfLight" in out and len(out.splitlines()[-1]) < 300

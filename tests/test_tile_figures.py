@@ -164,6 +164,11 @@ def test_bank_counter_rows_model_only_and_with_a_measurement(tmp_path):
     m = doc[second][banks.ST_CONFLICTS]
     doc[second] = {**doc[second], ch4.ST_INSTRUCTIONS: 1000, banks.ST_CONFLICTS: m + 100}
     assert ch4.bank_counter_rows(doc)[1]["agree"] == "yes" and ch4.bank_counter_rows(doc)[1]["st excess"] == 100
+    # Nsight Compute's counters come back as floats: printed as the integers they are, like the model's
+    doc[second] = {k: float(v) for k, v in doc[second].items()}
+    row = ch4.bank_counter_rows(doc)[1]
+    assert all(type(row[f"{s} ncu"]) is int for s in ch4.SHORT.values()) and type(row["st excess"]) is int
+    assert "e+0" not in show.table_markdown([row], list(row), "c")
     doc[second][banks.ST_CONFLICTS] = m + 200
     assert ch4.bank_counter_rows(doc)[1]["agree"] == "NO"
     doc[second][banks.ST_CONFLICTS] = m - 1

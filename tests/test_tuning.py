@@ -281,3 +281,4 @@ def test_the_search_table_names_the_winner_against_the_default_it_was_timed_besi
         base = run.get("baseline")
         if base and tuning_fig.measured(run)[0]["params"] != base["params"]:
             assert "by the default itself" not in line, line
+            assert "by the default changed to " in line, line      # not "by the default with": it lost

@@ -91,7 +91,7 @@ def coalescing_rows() -> tuple[list, str]:
         rows.append({"kernel": key, "sectors per request": round(panels.sectors_per_request(m), 2),
                      "L1 hit %": round(m["l1tex__t_sector_hit_rate.pct"], 1),
                      "L2 hit %": round(m["lts__t_sector_hit_rate.pct"], 1),
-                     "DRAM read (GB)": round(m["dram__bytes_read.sum"] / 1e9, 2)})
+                     "DRAM read (GB)": round(m["dram__bytes_read.sum"] / 1e9, 3)})
     return rows, where
 
 

@@ -115,7 +115,8 @@ def show_control(shape=(4096, 4096, 4096)) -> list:
     base, strip, vec = recs
     if base["value"] and strip["value"] and vec["value"]:
         print(f"four outputs per thread (strip4 / naive): {bench.speedup(strip, base):.2f}x; "
-              f"float4 loads on top (vec4 / strip4): {bench.speedup(vec, strip):.2f}x")
+              f"float4 loads on top (vec4 / strip4): {bench.speedup(vec, strip):.2f}x "
+              "(quotients of the ratios to cuBLAS, each kernel against its own same-run cuBLAS)")
     return recs
 
 

@@ -186,13 +186,13 @@ def bank_counter_rows(doc: dict | None = None, which: str = "gemm") -> list[dict
         meas = (doc or {}).get(it["name"])
         row = {"variant": it["name"]}
         for m, short in SHORT.items():
-            row[f"{short} model"] = pred[m]
-            row[f"{short} ncu"] = None if meas is None else meas.get(m)
+            row[f"{short} model"] = style.count(pred[m])
+            row[f"{short} ncu"] = None if meas is None else style.count(meas.get(m))
         if meas is None:
             row["st excess"], row["agree"] = None, None
         else:
             st = meas.get(banks.ST_CONFLICTS)
-            row["st excess"] = None if st is None else st - pred[banks.ST_CONFLICTS]
+            row["st excess"] = None if st is None else style.count(st - pred[banks.ST_CONFLICTS])
             ok = all(counter_agrees(m, pred[m], meas) for m in SHORT)
             row["agree"] = "yes" if ok else "NO"
         rows.append(row)

@@ -389,7 +389,6 @@ def show_flags(slug: str = results.DEFAULT_SLUG) -> dict | None:
                f"as NVRTC allocated them. Recorded, not measured now: {out['where']}.")
     for tile, e in out["effects"].items():
         print(f"{tile}: " + ", ".join(f"{k} x{v:.3f}" for k, v in e.items()))
-    print("Recorded with:", out["command"])
     return out
 
 

@@ -401,6 +401,6 @@ def prose_values(shape=(4096, 4096, 4096)) -> dict:
         "wmma_conflicts_st": int(m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"]),
         "bytes_per_flop_x": (1 / wm["BM"] + 1 / wm["BN"]) / (1 / mm["BM"] + 1 / mm["BN"]),
         "wmma_pitch_a0": 2 * wm["BK"], "wmma_pitch_b0": 2 * wm["BN"],
-        "ladder_wmma": ladder[0]["ratio"], "ladder_mma_equal": ladder[1]["ratio"],
+        "ladder_wmma": ladder[0]["ratio"], "ladder_mma_equal": ladder[1]["ratio"], "ladder_top": ladder[-1]["ratio"],
         "ladder_equal_share": (ladder[1]["ratio"] - ladder[0]["ratio"]) / (ladder[-1]["ratio"] - ladder[0]["ratio"]),
     }

@@ -13,7 +13,7 @@ from __future__ import annotations
 from helpers.figures import fragments as fragments_fig, probes as probes_fig, show, style
 from helpers.models import mma_sync
 from helpers.models.mma_sync import MMA_TEACHING, WMMA_NCU, predict_ncu_mma_sync, predict_ncu_wmma_ldsm
-from helpers.runtime import bench, catalog, gpu, launch, power, precision, results, timing
+from helpers.runtime import bench, catalog, gpu, launch, ncu, power, precision, results, timing
 from helpers.runtime.catalog import Kernel, frozen_sweep, register
 
 from . import common
@@ -112,8 +112,8 @@ def ncu_rows(doc: dict | None = None, shape=(512, 512, 512)) -> list[dict]:
             if metric not in pred:
                 continue
             m = meas.get(metric)
-            m = m if isinstance(m, (int, float)) else None
-            rows.append({"launch": label, "counter": short, "model": pred[metric], "measured": m,
+            m = style.count(m) if isinstance(m, (int, float)) else None
+            rows.append({"launch": label, "counter": short, "model": style.count(pred[metric]), "measured": m,
                          "agree": None if m is None else ("yes" if abs(m - pred[metric]) <= 0.01 * max(abs(pred[metric]), 1)
                                                           else "NO")})
     return rows
@@ -124,7 +124,7 @@ def show_ncu_ldmatrix(shape=(512, 512, 512)) -> None:
     (``results.artifact("ldmatrix")``; the model alone when not recorded)."""
     doc = results.artifact("ldmatrix")
     prov = (doc or {}).get("provenance", {})
-    where = (f"measured with {prov.get('ncu', 'Nsight Compute')} on {prov.get('gpu', '?')} on "
+    where = (f"measured with {ncu.version_text(prov.get('ncu'))} on {prov.get('gpu', '?')} on "
              f"{prov.get('date', '?')} (results/h200-ldmatrix.json)" if doc else
              "Nsight Compute counters not recorded yet (results/h200-ldmatrix.json is absent): model only")
     show.table(ncu_rows(doc, shape), ["launch", "counter", "model", "measured", "agree"],

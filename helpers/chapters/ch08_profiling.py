@@ -88,15 +88,17 @@ def show_panels(runs: list, where: str) -> None:
 
 
 def profile_one(key: str, shape=SHAPE) -> dict:
-    """Profile one launch of ``key`` live and print the exact command line; without a
-    usable ncu, show the recorded panel of ``key`` and the command that recorded it,
+    """Profile one launch of ``key`` live and say in one line what ncu collected
+    (:func:`helpers.runtime.ncu.command_summary`; the exact command is the run's "command");
+    without a usable ncu, show the recorded panel of ``key`` and how it was recorded,
     labelled. Returns the run."""
     ok, why = panels.usable()
     if ok and launch.unable(catalog.get(key)):
         ok, why = False, f"{key} cannot run on this GPU: {launch.unable(catalog.get(key))}"
     if ok:
         run = panels.profile(key, shape=shape)
-        print("ncu ran (from the repository root):\n" + panels.ncu_tool.shown_command(run["command"]))
+        print(f"Profiled with {panels.ncu_tool.command_summary(run['command'])}; "
+              "the full command line is kept in run['command']")
     else:
         runs, doc, where = panels.recorded()
         run = next((r for r in runs if r["key"] == key and r["shape"] == list(shape)), None)
@@ -104,10 +106,9 @@ def profile_one(key: str, shape=SHAPE) -> dict:
             raise KeyError(f"{key} {list(shape)}: {why}, and no recorded panel ({where})")
         show.note(f"Nsight Compute cannot run here ({why}). The panel below was **recorded**: {where}. "
                   "On a GPU with ncu this cell profiles the launch now.", title="Recorded panel")
-        print("The recording ran (all headline kernels in one process):\n" + panels.ncu_tool.shown_command(doc["command"]))
-        print("\nOne kernel, as this cell runs it on a GPU:\n" + " ".join(
-            panels.ncu_tool.raw_command("ncu", panels.child_argv(key, shape), panels.kernel_regex([key]),
-                                        panels.METRICS, launch_count=1)))
+        print(f"The recording profiled all headline kernels in one process with "
+              f"{panels.ncu_tool.command_summary(doc['command'])}; the full command line is in the record's "
+              "'command' field")
     prof_fig.show_panels([run], run["where"])
     d = diagnosis.diagnose(run["panel"])
     print(f"\ndiagnosis ({d['rule']}): {d['bottleneck']}\nnext step: {d['action']}")
@@ -125,8 +126,8 @@ def show_excuses(rows: list) -> None:
     for r in rows:
         if r["agree"] and r["agree"] != "yes":
             show.note(EXCUSES.get(r["heaven"], "**No reason recorded: this disagreement is new.**"),
-                      title=f"Heaven {r['heaven']} -> {r['next']}: the table names {r['names']}, "
-                            f"the book takes {r['takes']}")
+                      title=f"Heaven {r['heaven']} -> {r['next']}: the table names "
+                            f"{diagnosis.step_words(r['names'])}, the book takes {diagnosis.step_words(r['takes'])}")
     if any(r["agree"] not in ("yes", "no: see why below", None) for r in rows):
         raise AssertionError("a heaven's diagnosis disagrees with the next step and the chapter does not say why")
 
@@ -178,8 +179,8 @@ def shipped_default_record(key: str, shape=SHAPE) -> dict | None:
     return results.lookup(key, spec.defaults, spec.dtype, list(shape))
 
 
-# The winner column names what the winner changes from the default the run timed beside it (the
-# default in force then, which an earlier tuning may have moved off the catalog's defaults).
+# The winner column names what the winner changes from the default the search started from
+# (timed beside it in the run; an earlier tuning may have moved it off the catalog's defaults).
 SAME_AS_DEFAULT = "(the default itself)"
 
 
@@ -213,7 +214,7 @@ def search_rows(runs: list) -> list:
 SEARCH_COLUMNS = {"kernel": "kernel", "space": "configurations", "refused": "refused by the rules",
                   "ranked": "ranked by the model", "timed": "timed", "near": "within 90 % of the best",
                   "best": "best: ratio to cuBLAS (TFLOP/s)", "winner": "winner (what differs from the default)",
-                  "default": "default (in force when tuned): ratio to cuBLAS", "rho": "model's Spearman rho"}
+                  "default": "default the search started from: ratio to cuBLAS", "rho": "model's Spearman rho"}
 
 
 def show_search(runs: list, where: str) -> list:
@@ -267,7 +268,7 @@ def summary_lines(runs: list, where: str) -> list:
     """The search in sentences, every number read from ``runs`` (printed under the figures)."""
     out = [f"Source: {where}."]
     for run, r in zip(runs, search_rows(runs)):       # the winner in words, never in brackets
-        win = "the default itself" if r["winner"] == SAME_AS_DEFAULT else f"the default with {r['winner']}"
+        win = "the default itself" if r["winner"] == SAME_AS_DEFAULT else f"the default changed to {r['winner']}"
         out.append(f"{r['kernel']}: {r['space']} configurations, {r['refused']} refused by the rules, "
                    f"{r['ranked']} ranked, {r['timed']} timed, {r['near']} within 90 % of the best; best {r['best']} of "
                    f"cuBLAS, by {win}; {default_verdict(run)}; Spearman rho {r['rho']}: {rho_verdict(r['rho'])}.")
@@ -401,12 +402,21 @@ def show_ceiling(runs: list, where: str) -> list:
     return rows
 
 
+def defaults_where(t: dict | None) -> str:
+    """Where :func:`show_defaults_here`'s defaults are decided, for its first line: ``t`` is
+    :func:`helpers.runtime.gpu.target` (None: recorded mode, no GPU here)."""
+    f = f"results/{defaults.target_slug(t)}-{defaults.ARTIFACT}.json"
+    if t is None:
+        return f"in recorded mode (decided as on the recording GPU, with {f})"
+    src = (f"read from {f}" if defaults.tuning_doc(defaults.target_slug(t)) is not None
+           else f"no {f} recorded for it")
+    return f"on {gpu.describe_target(t)}, {src}" if t.get("simulated") else f"on this {t['name']}, {src}"
+
+
 def show_defaults_here() -> None:
     """Which defaults the GPU the book decides for gets from the tuning files
     (:mod:`helpers.runtime.defaults`), one line per tuned kernel."""
-    here = (f"in recorded mode (decided as on the recording GPU, with results/{results.DEFAULT_SLUG}-tuning.json)"
-            if gpu.target() is None else f"on {gpu.describe_target()}")
-    print(f"Defaults {here}:")
+    print(f"Defaults {defaults_where(gpu.target())}:")
     for k in TUNED_KERNELS:
         print("  " + defaults.explain(catalog.get(k)))
 

@@ -84,7 +84,7 @@ def cublas_rows(slug: str = results.DEFAULT_SLUG) -> dict | None:
 
 
 def show_cublas_fp32(slug: str = results.DEFAULT_SLUG) -> dict | None:
-    """Display :func:`cublas_rows` (three tables and the two ncu command lines); a one-line note
+    """Display :func:`cublas_rows` (three tables and one line on what ncu collected); a one-line note
     when nothing is recorded. Returns the rows (None when not recorded)."""
     rows = cublas_rows(slug)
     if rows is None:
@@ -104,5 +104,6 @@ def show_cublas_fp32(slug: str = results.DEFAULT_SLUG) -> dict | None:
                    f"Control: {ours} at its own tile and at cuBLAS's (8 warps of 64 x 64 in every row), "
                    f"each against cuBLAS in 5 alternating rounds, in this order, in one run; {rows['control_where']}.")
     print(f"cuBLAS's kernel: {rows['cublas_kernel']}")
-    print("Profiled with (from the repository root):", *map(panels.ncu_tool.shown_command, rows["commands"]), sep="\n  ")
+    print(f"Each kernel profiled with {panels.ncu_tool.command_summary(rows['commands'][0])}; the full command "
+          "lines are in the record's 'command' fields")
     return rows

@@ -402,19 +402,35 @@ def _words(hint: str) -> str:
     return hint.replace("_", " ")
 
 
+def self_test_line(e: Exercise, got: dict, where: str) -> str:
+    """One sentence on the recorded self-test of exercise ``e``'s checker (``got``: the
+    record's verdict per file): the starter and the deliberately wrong versions of the
+    kernel, and whether each got the verdict it was written to provoke; ``where``: the
+    record (:func:`helpers.runtime.results.artifact_where`). Empty when none was recorded."""
+    tried = [v for v in e.variants() if v != "solution" and v in got]
+    if not tried:
+        return ""
+    wrong = [v for v in tried if v != "starter"]
+    what = " and ".join(filter(None, ["the unfinished starter file" if "starter" in tried else "",
+                                      f"{len(wrong)} deliberately wrong version{'s' if len(wrong) != 1 else ''} "
+                                      "of this kernel" if wrong else ""]))
+    missed = [v for v in tried if got[v].get("hint") not in e.expected(v)]
+    if not missed:
+        return f"The checker was also tried on {what}: each got the verdict it was written to provoke; {where}."
+    return (f"The checker was also tried on {what}; "
+            + "; ".join(f"{e.stem}.{v}.cu got \"{_words(got[v].get('hint', '?'))}\", not "
+                        f"\"{' or '.join(_words(h) for h in e.expected(v))}\"" for v in missed) + f"; {where}.")
+
+
 def _recorded_line(e: Exercise) -> None:
     doc = results.artifact(ARTIFACT)
     got = (doc or {}).get("exercises", {}).get(e.id)
-    head = (f"Shown here: the recorded check of the exercise's files. This cell runs your own kernel only "
+    head = (f"Shown here: the recorded check of the exercise's solution. This cell runs your own kernel only "
             f"when you execute it on a GPU: {LIVE_WHERE}.")
     if not got:
         ex_fig.report(f"Exercise {e.id}: {e.title}", head + " The check's result for the solution: not "
                       "recorded yet.")
         return
-    where = results.artifact_where(doc, ARTIFACT, commit=True)
-    rows = [{"submitted": f"{e.stem}.{v}.cu", "the check said": _words(got[v]["hint"]),
-             "expected": " or ".join(_words(h) for h in e.expected(v))}
-            for v in e.variants() if v in got]
     sol = got.get("solution", {})
     details = [sol.get("verdict", "")] + list(sol.get("details", []))
     recs = sol.get("records") or []
@@ -423,9 +439,9 @@ def _recorded_line(e: Exercise) -> None:
         details.append(place)
         details += [f"{r['kernel']}: {r['TFLOP/s']} TFLOP/s, {r['ratio to cuBLAS']} of cuBLAS"
                     + (f", {r[VS]} of the chapter's kernel" if VS in r else "") for r in srows]
+    details.append(self_test_line(e, got, results.artifact_where(doc, ARTIFACT)))
     ex_fig.report(f"Exercise {e.id}: {e.title}", head + " What the check said about the solution on the "
-                  "recorded GPU:", details, rows=rows, columns=["submitted", "the check said", "expected"],
-                  caption=f"Each file of the exercise through the same check; {where}.")
+                  "recorded GPU:", details)
 
 
 def check(ex_id: str, source: str) -> None:

@@ -23,7 +23,7 @@ STEPS = {
     6: (f"the <a href='{GLOSSARY}FMA-pipe'>FMA pipe</a> itself ({{fp32_peak:.1f}} TFLOP/s peak on the {{gpu}})",
         f"<a href='{GLOSSARY}Tensor-Core'>Tensor Cores</a> through WMMA, fp16 in, fp32 accumulate"),
     7: (f"WMMA's instructions around each <a href='{GLOSSARY}HMMA'>HMMA</a>: the <a href='{GLOSSARY}Tensor-pipe'>Tensor pipe</a> "
-        "idles {wmma_idle:.0f} % of the launch",
+        "idles {wmma_idle:.0f} % of the SMs' active cycles",
         f"<a href='{GLOSSARY}mma.sync'>mma.sync</a>, <a href='{GLOSSARY}ldmatrix'>ldmatrix</a>, a swizzled layout, a deeper pipeline"),
     8: ("guesses about what limits each kernel", "Nsight Compute panels and the decision table, every heaven"),
     9: (f"shapes other than multiples of the tile, too few tiles, a ragged last wave (<a href='{GLOSSARY}tile-quantization'>tile quantization</a>)",

@@ -352,8 +352,8 @@ def raster_figure(key: str, p: dict | None = None, shape=(4096, 4096, 4096), sms
             f"{' (default)' if g == default else ''}: the first {min(flight, gm * gn)} blocks read "
             f"{len(w0['a_panels'])} panels of A and {len(w0['b_panels'])} of B ({mb:.0f} MiB)"
             f"<br><sup>row order: {len(base['a_panels'])} + {len(base['b_panels'])} ({mb0:.0f} MiB). "
-            f"{gm} x {gn} tiles of {BM} x {BN}; {sms} SMs x {blocks_per_sm} block(s) at a time, started in "
-            f"block-id order; colour: wave (blue: the first); red: its launch order; which panels the blocks "
+            f"{gm} x {gn} tiles of {BM} x {BN}; {sms} SMs x {blocks_per_sm} "
+            f"block{'' if blocks_per_sm == 1 else 's'} at a time, started in block-id order; colour: wave (blue: the first); red: its launch order; which panels the blocks "
             f"in flight share, not a timing; {model_note()}</sup>")
         steps.append(dict(method="update", label="row order" if g == row_order else str(g),
                           args=[{"visible": [j // 4 == i for j in range(4 * len(values))]},

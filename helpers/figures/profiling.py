@@ -103,9 +103,11 @@ def diagnosis_rows(runs: list, heaven_steps: dict, excuses: dict) -> list:
 
 
 def show_diagnosis(runs: list, where: str, heaven_steps: dict, excuses: dict) -> list:
-    """Display :func:`diagnosis_rows`; returns them."""
+    """Display :func:`diagnosis_rows`, each step in words (:func:`helpers.models.diagnosis.step_words`);
+    returns the rows (identifiers)."""
     rows = diagnosis_rows(runs, heaven_steps, excuses)
-    show.table(rows, {"heaven": "heaven", "kernel": "kernel", "rule": "rule that fired", "bottleneck": "bottleneck",
+    shown = [{**r, "names": diagnosis.step_words(r["names"]), "takes": diagnosis.step_words(r["takes"])} for r in rows]
+    show.table(shown, {"heaven": "heaven", "kernel": "kernel", "rule": "rule that fired", "bottleneck": "bottleneck",
                       "names": "step it names", "next": "next heaven", "takes": "steps that heaven takes",
                       "agree": "agree"},
                f"The nine-heavens decision table (helpers.models.diagnosis) applied to the panels, {where}.")

@@ -112,7 +112,7 @@ def pipeline_timeline_figure(key: str, p: dict | None = None, k_tiles: int | Non
         shapes=lines,
         annotations=[dict(x=-0.5, y=1, xref="x", yref="paper", yanchor="bottom", text="prologue", showarrow=False,
                           font=dict(size=11))],
-        title=dict(text=(f"{key}, STAGES = {S}: which k-tile each shared-memory stage holds, {KT} k-tiles"
+        title=dict(text=(f"{key}, STAGES = {S}: which k-tile each shared-memory stage holds, {anyshape.counted(KT, 'k-tile')}"
                          f"<br><sup>hatched: copies in flight; solid: read by the math; ◆ cp.async.wait_group "
                          f"{S - 2} + __syncthreads(); one unit: one iteration ({steps}, {how}); "
                          f"{SCHEDULE_NOTE}</sup>"),
@@ -185,21 +185,22 @@ def _bands(w: dict, sms: int) -> dict:
 
 
 def _partition_title(w: dict, M, N, K, sms, cfg) -> str:
-    n, KT = w["tiles"], w["k_tiles"]
+    n, KT, c = w["tiles"], w["k_tiles"], anyshape.counted
     segs = w["segments"]
-    head = f"{M} x {N} x {K}: {n} tiles of {cfg['BM']} x {cfg['BN']} x {KT} k-tiles of BK = {cfg['BK']}"
+    head = f"{M} x {N} x {K}: {c(n, 'tile')} of {cfg['BM']} x {cfg['BN']} x {c(KT, 'k-tile')} of BK = {cfg['BK']}"
     if w["schedule"] == "dp":
-        body = (f"data-parallel: {n} blocks, each walks the {KT} k-tiles of its tile; {n / sms:.2f} waves on "
-                f"{sms} SMs")
+        body = (f"data-parallel: {c(n, 'block')}, each walks the {c(KT, 'k-tile')} of its tile; "
+                f"{n / sms:.2f} waves on {sms} SMs")
     elif w["schedule"] == "splitk":
         ks = segs[0]["k1"] - segs[0]["k0"]
-        body = (f"split-K, s = {w['splits']}: {w['ctas']} blocks of up to {ks} k-tiles ({w['ctas'] / sms:.2f} "
+        body = (f"split-K, s = {w['splits']}: {c(w['ctas'], 'block')} of up to {c(ks, 'k-tile')} ({w['ctas'] / sms:.2f} "
                 f"waves); then splitk_reduce adds the fp32 partials (▶)")
     else:
         sk = [s for s in segs if s["kernel"] == "gemm_streamk"]
         per = [sum(s["k1"] - s["k0"] for s in sk if s["cta"] == c) for c in sorted({s["cta"] for s in sk})]
         share = f"{min(per)}" if min(per) == max(per) else f"{min(per)}-{max(per)}"
-        body = (f"stream-K: {w['dp_tiles']} tiles data-parallel, then {sms} blocks of {share} k-tiles each "
+        ks = "k-tile" if share == "1" else "k-tiles"
+        body = (f"stream-K: {c(w['dp_tiles'], 'tile')} data-parallel, then {sms} blocks of {share} {ks} each "
                 f"across the other {n - w['dp_tiles']}; ◆ fix-ups, ▶ C stored")
     return f"{head}<br>{body}"
 

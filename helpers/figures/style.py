@@ -194,6 +194,15 @@ def params_text(params) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items())
 
 
+def count(value):
+    """A counter as the book prints it: a whole number read back as a float (Nsight
+    Compute's ``1572864.0``) becomes the int it is, so a table shows ``1572864``
+    beside the model's ``1572864``, not ``1.573e+06``; anything else unchanged."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def ratio_text(value) -> str:
     """A ratio (to cuBLAS, to a copy) as the book prints it everywhere: three significant
     figures, trailing zeros kept (``0.170``, ``0.0970``, ``1.01``, ``12.0``); None or NaN

@@ -68,6 +68,11 @@ def tile_use(M: int, N: int, cfg: dict = CFG) -> float:
     return M * N / (tiles(M, N, cfg) * cfg["BM"] * cfg["BN"])
 
 
+def counted(n: int, word: str) -> str:
+    """``n`` and ``word``, plural unless ``n`` is 1: "1 k-tile", "2 k-tiles", "1 tile"."""
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def tiles(M: int, N: int, cfg: dict = CFG) -> int:
     """Output tiles of an M x N result: ceil(M/BM) * ceil(N/BN)."""
     return cdiv(M, cfg["BM"]) * cdiv(N, cfg["BN"])
@@ -144,9 +149,9 @@ def choose_splits(M: int, N: int, K: int, sms: int, cfg: dict = CFG, max_splits:
     under 8 k-tiles. Returns (s, reason in one line)."""
     n, kt = tiles(M, N, cfg), cdiv(K, cfg["BK"])
     if n >= sms or kt < 8:
-        return 1, f"{n} tiles for {sms} SMs, {kt} k-tiles: no split"
+        return 1, f"{counted(n, 'tile')} for {sms} SMs, {counted(kt, 'k-tile')}: no split"
     best = min(range(1, min(kt // 4, max_splits) + 1), key=lambda s: (splitk_time(M, N, K, s, sms, cfg), s))
-    return best, f"{n} tiles for {sms} SMs and {kt} k-tiles: {best} splits give {n * best} blocks"
+    return best, f"{counted(n, 'tile')} for {sms} SMs and {counted(kt, 'k-tile')}: {best} splits give {n * best} blocks"
 
 
 def dp_tiles(M: int, N: int, policy: str, sms: int, cfg: dict = CFG) -> int:
@@ -173,8 +178,8 @@ def streamk_policy(M: int, N: int, sms: int, cfg: dict = CFG) -> tuple[str, str]
     n = tiles(M, N, cfg)
     w = waves(n, sms)
     if n <= sms or w["last_wave_full"] == 1.0 or w["last_wave_full"] > 0.5:
-        return "dp", f"{n} tiles = {w['waves']:.2f} waves, last wave {w['last_wave_full']:.0%} full: data-parallel"
-    return "hybrid2", (f"{n} tiles = {w['waves']:.2f} waves, last wave only {w['last_wave_full']:.0%} full: "
+        return "dp", f"{counted(n, 'tile')} = {w['waves']:.2f} waves, last wave {w['last_wave_full']:.0%} full: data-parallel"
+    return "hybrid2", (f"{counted(n, 'tile')} = {w['waves']:.2f} waves, last wave only {w['last_wave_full']:.0%} full: "
                        "whole waves but one data-parallel, the rest stream-K")
 
 
@@ -234,7 +239,7 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
     s, why_s = choose_splits(M, N, K, sms, cfg)
     kt = cdiv(K, cfg["BK"])
     if s > 1 and kt < MIN_SPLIT_KTILES:
-        s, why_s = 1, f"{kt} k-tiles (< {MIN_SPLIT_KTILES}): too short to split"
+        s, why_s = 1, f"{counted(kt, 'k-tile')} (< {MIN_SPLIT_KTILES}): too short to split"
     if s > 1:
         red = ("fused" if fused_is_cheaper(M, N, s, cfg) else "twopass") if deterministic else "atomic"
         sched = {"schedule": "splitk", "splits": s, "reduction": red}
@@ -242,7 +247,7 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
     else:
         pol, why = streamk_policy(M, N, sms, cfg)
         if pol != "dp" and kt < MIN_STREAM_KTILES:
-            pol, why = "dp", why.split(":")[0] + f", but only {kt} k-tiles per tile: data-parallel"
+            pol, why = "dp", why.split(":")[0] + f", but only {counted(kt, 'k-tile')} per tile: data-parallel"
         sched = {"schedule": "dp"} if pol == "dp" else {"schedule": "streamk", "policy": pol}
     if hopper and s > 1:
         sh, why_h = choose_splits(M, round_up(N, 8), round_up(K, 8), sms, HOPPER_CFG)
@@ -261,7 +266,7 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
         one_wave = tiles(M, N, cfg) <= sms
         full = not one_wave and sched["schedule"] == "dp" and tile_use(M, N, cfg) >= MIN_TILE_USE
         ops = "regs" if (kt <= REGS_MAX_KTILES and one_wave) else "padding" if full else "repack"
-        why_o = {"regs": f"unaligned rows, {kt} k-tile(s) in one wave: loads through registers, no copy",
+        why_o = {"regs": f"unaligned rows, {counted(kt, 'k-tile')} in one wave: loads through registers, no copy",
                  "padding": "unaligned rows, more than a wave of well-used tiles: A and B padded to tile "
                             "multiples (no guard fires), C copied back",
                  "repack": "unaligned rows: A and B repacked to 16-byte rows"}[ops]

@@ -86,6 +86,28 @@ STEPS = {
     "specialize": "the unit is near its ceiling: specialise for the shape (heaven 9)",
     "tune": "no unit is saturated and no data wait dominates: tune the configuration (heaven 8)",
 }
+# Each step in a few words, for what a notebook shows (the identifiers stay in code and records).
+STEP_NAMES = {
+    "coalesce": "coalesced loads",
+    "smem_reuse": "shared-memory tiles",
+    "register_reuse": "register tiles",
+    "bank_conflicts": "padded or swizzled tiles",
+    "tensor_cores": "Tensor Cores",
+    "overlap": "overlap loads with math",
+    "latency": "more work in flight",
+    "specialize": "specialise for the shape",
+    "tune": "tune the configuration",
+}
+
+
+def step_words(steps: str) -> str:
+    """Step identifiers (one, or several joined by ", ") as a notebook shows them:
+    "register_reuse, overlap" -> "register tiles and overlap loads with math"; an
+    unknown identifier stays as it is."""
+    words = [STEP_NAMES.get(s.strip(), s.strip()) for s in steps.split(",") if s.strip()]
+    return " and ".join(filter(None, [", ".join(words[:-1]), words[-1]])) if words else ""
+
+
 HEAVEN_STEPS = {
     2: {"coalesce", "register_reuse"},       # float4 loads, a 1x4 strip of C per thread
     3: {"smem_reuse"},

@@ -184,7 +184,7 @@ def _resolve(spec, t: dict | None, slug: str) -> dict | None:
         if base["params"] == spec.defaults:  # not clearly faster: the run's default stands
             return None
         return {"params": dict(base["params"]), "why": "tuned", "value": base["value"], "ratio": base.get("ratio"),
-                "source": (f"the default in force when the autotuner ran, {_where(slug, own)}: the run's fastest "
+                "source": (f"the default the autotuner's search started from, {_where(slug, own)}: the run's fastest "
                            f"configuration ran at {speed(best):.4g} against its {speed(base):.4g} {unit}, not more "
                            f"than {MARGIN:.0%} faster, so it stands")}
     if best["params"] == spec.defaults:

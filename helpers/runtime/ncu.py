@@ -29,6 +29,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -198,6 +199,34 @@ def shown_command(cmd: str) -> str:
             w = f"<{os.path.basename(w)}>"
         out.append(w)
     return " ".join(out)
+
+
+def version_text(line: str | None) -> str:
+    """ncu's ``--version`` line as the book prints it: "Version 2025.3.1.0 (build 36398880)
+    (public-release)" -> "Nsight Compute 2025.3.1"; plain "Nsight Compute" when ``line`` is
+    None or names no version."""
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", line or "")
+    return "Nsight Compute" if m is None else "Nsight Compute " + ".".join(g for g in m.groups() if g)
+
+
+def command_summary(cmd: str) -> str:
+    """An ncu command line (``cmd``) in one short phrase for a notebook: what it collected,
+    not the ~2,000 characters of metric names, e.g. "ncu, collecting 4 sections (SpeedOfLight,
+    MemoryWorkloadAnalysis, Occupancy, WarpStateStats) and 22 extra metrics from one launch"."""
+    words = cmd.split()
+    after = [words[i + 1] for i in range(len(words) - 1)]
+    sections = [a for w, a in zip(words, after) if w == "--section"]
+    metrics = sum(len(a.split(",")) for w, a in zip(words, after) if w == "--metrics")
+    count = next((a for w, a in zip(words, after) if w == "--launch-count"), None)
+    what = []
+    if sections:
+        what.append(f"{len(sections)} section" + ("" if len(sections) == 1 else "s") + f" ({', '.join(sections)})")
+    if metrics:
+        what.append(f"{metrics} {'extra ' if sections else ''}metric" + ("" if metrics == 1 else "s"))
+    out = "ncu" + (", collecting " + " and ".join(what) if what else "")
+    if count:
+        out += " from one launch" if count == "1" else f" from the first {count} launches"
+    return out
 
 
 def raw_command(ncu: str, child: list, kernel_regex: str, metrics: list, sections=PANEL_SECTIONS,

@@ -10,11 +10,12 @@ REC=$HOME/rec; mkdir -p $REC/logs; touch $REC/done
 SLUG=h200
 if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   echo "NOT an H200: $(nvidia-smi --query-gpu=name --format=csv,noheader); records skipped, tests only"
+  [ -n "${ONLY_H200:-}" ] && { echo "ONLY_H200: stopping"; exit 3; }
   set -- $(for s in "$@"; do case $s in pre|t_any|san|san9|t_ex|nbval|fusedab|nbsub) echo $s;; esac; done)
 fi
 SAN="compute-sanitizer --report-api-errors no --error-exitcode 1 --print-limit 20"
-declare -A EST=([pre]=100 [t_any]=90 [san]=70 [san9]=150 [results]=175 [anyshape]=120 [fp8]=40 [exercises]=105
-  [ladder]=10 [pitfalls]=25 [flags]=50 [ncu]=120 [t_ex]=150 [execute]=275 [nbval]=175 [fp8ahead]=60 [ncuc]=35 [fusedab]=60 [nbsub]=120)
+declare -A EST=([pre]=120 [t_any]=90 [san]=70 [san9]=150 [results]=170 [anyshape]=115 [fp8]=40 [exercises]=105
+  [ladder]=10 [pitfalls]=25 [flags]=50 [ncu]=120 [t_ex]=150 [execute]=310 [nbval]=200 [fp8ahead]=60 [ncuc]=35 [fusedab]=60 [nbsub]=120 [tuning]=200)
 pack() { cp results/*.json $REC/ 2>/dev/null; tar czf $OUT/rec.tgz -C $REC logs $(cd $REC && ls *.json 2>/dev/null) done 2>/dev/null; cp $REC/done $OUT/summary.txt; }
 run() { local name=$1; shift; local t=$(date +%s)
   "$@" >$REC/logs/$name.log 2>&1; local rc=$?
@@ -29,6 +30,7 @@ for s in "$@"; do
     san) run memcheck $SAN --tool memcheck python3 scripts/sanitize_run.py; run racecheck $SAN --tool racecheck python3 scripts/sanitize_run.py; run initcheck $SAN --tool initcheck python3 scripts/sanitize_run.py; echo "san " >> $REC/done ;;
     san9) run memcheck9 $SAN --tool memcheck python3 scripts/record_anyshape.py --sanitize-small; run racecheck9 $SAN --tool racecheck python3 scripts/record_anyshape.py --sanitize-small --dtypes float16 --shapes 3 --strategies dp regs streamk_sk hopper splitk hopper_splitk; echo "san9 " >> $REC/done ;;
     results) run results python3 scripts/record_results.py ;;
+    tuning) run tuning python3 scripts/tune.py ;;
     anyshape) run anyshape python3 scripts/record_anyshape.py ;;
     fp8) run fp8 python3 scripts/record_fp8.py ;;
     exercises) run exercises python3 scripts/record_exercises.py ;;
