@@ -15,7 +15,7 @@ if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
 fi
 SAN="compute-sanitizer --report-api-errors no --error-exitcode 1 --print-limit 20"
 declare -A EST=([pre]=120 [t_any]=90 [san]=70 [san9]=150 [results]=170 [anyshape]=115 [fp8]=40 [exercises]=105
-  [ladder]=10 [pitfalls]=25 [flags]=50 [ncu]=120 [t_ex]=150 [execute]=310 [nbval]=200 [fp8ahead]=60 [ncuc]=35 [fusedab]=60 [nbsub]=120 [tuning]=200)
+  [ladder]=10 [pitfalls]=25 [flags]=50 [ncu]=120 [t_ex]=150 [execute]=310 [nbval]=200 [fp8ahead]=60 [ncuc]=35 [fusedab]=60 [nbsub]=120 [tuning]=200 [pre9]=60 [ex910]=110)
 pack() { cp results/*.json $REC/ 2>/dev/null; tar czf $OUT/rec.tgz -C $REC logs $(cd $REC && ls *.json 2>/dev/null) done 2>/dev/null; cp $REC/done $OUT/summary.txt; }
 run() { local name=$1; shift; local t=$(date +%s)
   "$@" >$REC/logs/$name.log 2>&1; local rc=$?
@@ -31,6 +31,8 @@ for s in "$@"; do
     san9) run memcheck9 $SAN --tool memcheck python3 scripts/record_anyshape.py --sanitize-small; run racecheck9 $SAN --tool racecheck python3 scripts/record_anyshape.py --sanitize-small --dtypes float16 --shapes 3 --strategies dp regs streamk_sk hopper splitk hopper_splitk; echo "san9 " >> $REC/done ;;
     results) run results python3 scripts/record_results.py ;;
     tuning) run tuning python3 scripts/tune.py ;;
+    pre9) run pre9 python3 scripts/precompile.py --chapters 9 10 --combos 4 ;;
+    ex910) run ex910 python3 scripts/execute_notebooks.py book/09_any_shape.ipynb book/10_hopper.ipynb; tar czf $REC/nb.tgz book/*.ipynb; cp $REC/nb.tgz $OUT/nb.tgz ;;
     anyshape) run anyshape python3 scripts/record_anyshape.py ;;
     fp8) run fp8 python3 scripts/record_fp8.py ;;
     exercises) run exercises python3 scripts/record_exercises.py ;;
