@@ -183,7 +183,8 @@ REDUCTION_SHAPES = ((1, 4096, 4096), (16, 4096, 4096), (128, 5632, 2048), (512, 
 
 
 def reduction_control(dtype: str = "float16", shapes=REDUCTION_SHAPES, rounds: int = 5) -> list:
-    """Live: the control behind :data:`helpers.models.anyshape.FUSED_MAX_M`. On each shape and
+    """Live: the control that says where split-K's one-launch sum pays (the dispatcher's choice
+    between the two deterministic reductions, :func:`helpers.models.anyshape.fused_is_cheaper`). On each shape and
     loop (heaven 7's, A and B read in place; chapter 10's where this GPU runs it) the same split
     count (the model's, at least 2) runs with the two-pass reduction and with the one-launch one,
     pre-planned (kernel-only), each checked against float64 after a NaN poison and timed against
