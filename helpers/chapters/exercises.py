@@ -350,8 +350,9 @@ def explain(e: Exercise, out: dict) -> tuple[str, list, str]:
                        f"{sm['sectors']}.")
     if code == "bank_conflicts" or (code == "pass" and res.get("banks")):
         b = res["banks"]
-        details.append(f"Bank model of warp 0, per k-tile: the column reads of the A tile take "
-                       f"{b['mine']['read']} wavefronts and its stores {b['mine']['store']}; the chapter's "
+        reads = catalog.get(e.key).full()["BK"] // 4
+        details.append(f"Bank model of warp 0, per k-tile: the {reads} float4 column reads of the A tile take "
+                       f"{b['mine']['read']} wavefronts in all and its stores {b['mine']['store']}; the chapter's "
                        f"swizzle: {b['model']['read']} and {b['model']['store']}.")
     if code == "pass":
         details.append("Shapes checked: " + "; ".join(", ".join(map(str, r["shape"])) for r in runs) + ".")
