@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from helpers.figures import exercise as ex_fig, style
 from helpers.models import banks
+from helpers.models.anyshape import counted
 from helpers.models import exercise as model
 from helpers.runtime import catalog, gpu, launch, results
 from helpers.runtime import exercise as rt
@@ -413,8 +414,7 @@ def self_test_line(e: Exercise, got: dict, where: str) -> str:
         return ""
     wrong = [v for v in tried if v != "starter"]
     what = " and ".join(filter(None, ["the unfinished starter file" if "starter" in tried else "",
-                                      f"{len(wrong)} deliberately wrong version{'s' if len(wrong) != 1 else ''} "
-                                      "of this kernel" if wrong else ""]))
+                                      f"{counted(len(wrong), 'deliberately wrong version')} of this kernel" if wrong else ""]))
     missed = [v for v in tried if got[v].get("hint") not in e.expected(v)]
     if not missed:
         return f"The checker was also tried on {what}: each got the verdict it was written to provoke; {where}."

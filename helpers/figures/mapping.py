@@ -8,6 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from helpers.models.anyshape import counted
 from helpers.models.mapping import _threads_of, owner, warp_loads
 
 
@@ -73,10 +74,6 @@ def _title(key, warp, block, kk, notes):
             f"<br><sup>{'; '.join(notes)} (a 32-byte sector is the unit of a memory transaction)</sup>")
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 def _load_notes(loads) -> list:
     """One note per operand from ``loads`` ((operand, floats, sectors) per warp load, in order):
     "A: 4 floats in 1 sector", or "B: 4 loads of 128 floats in 16 sectors each" when an operand's
@@ -86,7 +83,7 @@ def _load_notes(loads) -> list:
         mine = [(n, s) for o, n, s in loads if o == op]
         if len(mine) > 1 and len(set(mine)) == 1:
             n, s = mine[0]
-            notes.append(f"{op}: {len(mine)} loads of {_plural(n, 'float')} in {_plural(s, 'sector')} each")
+            notes.append(f"{op}: {len(mine)} loads of {counted(n, 'float')} in {counted(s, 'sector')} each")
         else:
-            notes += [f"{op}: {_plural(n, 'float')} in {_plural(s, 'sector')}" for n, s in mine]
+            notes += [f"{op}: {counted(n, 'float')} in {counted(s, 'sector')}" for n, s in mine]
     return notes
