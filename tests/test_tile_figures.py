@@ -238,6 +238,19 @@ def test_sweep_figure_short_labels():
     assert fig.layout.title.text.startswith("t: B=7 ->")
 
 
+def test_sweep_figure_labels_relative_to_the_shipped_default():
+    """Given the kernel's defaults, bars are labelled by what they change from those, even where
+    the sweep's most common configuration is another one; a base missing a parameter is refused."""
+    recs = [{"params": {"A": a, "B": 2}, "value": v, "ratio": v / 10, "metric": "TFLOP/s",
+             "reference": "cuBLAS", "source": "recorded"} for a, v in ((1, 1.0), (1, 2.0), (4, 3.0))]
+    recs[1]["params"] = {"A": 1, "B": 9}
+    fig, base = sweep_fig.labelled_figure(recs, title="t", base={"A": 4, "B": 2, "EXTRA": 0})
+    assert base == {"A": 4, "B": 2}
+    assert list(fig.data[0].x) == ["A=1", "A=1 B=9", "default"]
+    with pytest.raises(ValueError, match="base="):
+        sweep_fig.labelled_figure(recs, base={"A": 4})
+
+
 
 def test_sweep_highlights_the_best_ratio_not_the_most_tflops():
     """Each bar has its own cuBLAS timing: a bar timed while the board's clock was high can show

@@ -8,7 +8,7 @@ equal tiles, GROUP_M), :func:`show_flags` (the two -D switches), :func:`show_ste
 """
 from __future__ import annotations
 
-from helpers.figures import show, sweep as sweep_fig
+from helpers.figures import show
 from helpers.models import tiles
 from helpers.models.raster import cdiv
 from helpers.runtime import bench, catalog, launch, panels, results
@@ -419,24 +419,24 @@ def show_step_resources() -> None:
 
 def show_sweep_resources() -> None:
     """The same for cp_async over its sweep, each configuration once, labelled as the sweep chart
-    labels its bars: by what it changes from the sweep's most common configuration
-    (:func:`helpers.figures.sweep.sweep_base`); the column "refused" only where a configuration is.
+    labels its bars: by what it changes from the kernel's shipped defaults ("default" for
+    those themselves); the column "refused" only where a configuration is.
     Raises AssertionError if a configuration the book ships spills."""
     spec, points = catalog.get("cp_async"), []
     for pt in (spec.defaults,) + tuple(spec.sweep):
         if spec.params(**pt) not in points:
             points.append(spec.params(**pt))
-    base = sweep_fig.sweep_base([{"params": p} for p in spec.sweep])
+    base = spec.params()
     rows, where = launch.resource_rows([("cp_async", p) for p in points])
     if not rows:
         print("resources: " + where)
         return
     for r, p in zip(rows, points):
-        diff = " ".join(f"{k}={v}" for k, v in p.items() if v != base.get(k)) or "base"
+        diff = " ".join(f"{k}={v}" for k, v in p.items() if v != base.get(k)) or "default"
         note = r["config"][r["config"].find(" ["):] if " [" in r["config"] else ""    # "[not on this GPU: ...]"
-        r["config"] = diff + (" (the defaults)" if p == spec.params() else "") + note
+        r["config"] = diff + note
     cols = RESOURCE_COLUMNS[:1] + (["refused"] if any("refused" in r for r in rows) else []) + RESOURCE_COLUMNS[1:]
-    show.table(rows, cols, "cp_async over its sweep, each configuration by what it changes from "
+    show.table(rows, cols, "cp_async over its sweep, each configuration by what it changes from the defaults "
                + " ".join(f"{k}={v}" for k, v in base.items()) + f", as in the sweep chart above; {where}.")
     spilled = [r["config"] for r in rows if "refused" not in r and r.get("spills") != "no"]
     if spilled:

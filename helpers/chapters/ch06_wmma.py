@@ -109,7 +109,7 @@ def wrong_layout_run(shape=None, seed: int = 0) -> dict:
             "ref": A.astype(np.float64) @ B.astype(np.float64), "check": verify.check,
             "shape": (M, N, K), "source": "emulated",
             "where": "replayed on the CPU by helpers.models.pipeline.emulate_wmma ("
-                     + (f"the kernels {why[0]}" if why else "no GPU here") + "; the GPU run uses the real kernel)"}
+                     + (f"the kernels {why[0]}" if why else "no GPU in this run") + "; the GPU run uses the real kernel)"}
 
 
 def side_by_side(run: dict, n: int = 6, row: int = 0) -> list[dict]:
@@ -187,7 +187,7 @@ def fp16_accumulator_results() -> dict:
     if rec:
         where = results.where(False, data["provenance"])
         if why:
-            where = f"{where.split('; no GPU here')[0]} (this GPU cannot run the kernels: they {why[0]})"
+            where = f"{where.split('; no GPU in this run')[0]} (this GPU cannot run the kernels: they {why[0]})"
         return {**rec, "source": "recorded", "where": where, "recorded": True}
     return {**fp16_accumulator_demo(), "recorded": False}
 
@@ -316,7 +316,7 @@ def show_layout_check(run: dict) -> None:
     raise AssertionError("the wrong layout passed the check: the check is broken")
 
 
-RESOURCE_POINTS = ({}, {"STAGES": 2}, {"STAGES": 4}, {"BM": 128, "BN": 128}, {"BM": 128, "BN": 128, "WN": 32})
+RESOURCE_POINTS = ({}, {"STAGES": 2}, {"STAGES": 4}, {"BN": 256}, {"WN": 32})
 
 
 def show_resources(shape=(4096, 4096, 4096)) -> None:

@@ -162,7 +162,7 @@ HEADLINE_TITLE = {10: "Hopper: TMA + wgmma, warp-specialized, persistent, cluste
 def running(upto: int, shape=(4096, 4096, 4096)) -> list:
     """The headline kernel of every heaven from 1 to ``upto``, one record each.
 
-    Where a record of this GPU exists (no GPU here, or the GPU that ``results/<slug>.json``
+    Where a record of this GPU exists (no GPU in this run, or the GPU that ``results/<slug>.json``
     was recorded on), every row is read from that record: the same record each owning
     chapter's prose reads, so the table agrees on every page and with its chapter. On any
     other GPU every row is measured now: FP32 heavens in one call (one cuBLAS SGEMM
@@ -431,8 +431,8 @@ def show_sweep(key: str, shape, names=None, title: str = "", labels: str = "plai
     (``live``) add the live slider. ``only_names``: only the sweep points that
     change nothing but ``names`` (:func:`helpers.runtime.sweep.sweep_points`).
     ``labels``: "plain" (:func:`helpers.figures.sweep.figure` labelled by
-    ``names``), "changes" (each bar by what it changes from the most common
-    configuration, which is printed) or "full" (all of ``names``, room for long
+    ``names``), "changes" (each bar by what it changes from the kernel's shipped
+    defaults, which are printed) or "full" (all of ``names``, room for long
     labels). Returns nothing: a cell ending in this call shows the figure, not the records'
     repr (:func:`helpers.runtime.sweep.run` gives the records)."""
     points = sweep.sweep_points(key, names) if only_names else None
@@ -440,8 +440,9 @@ def show_sweep(key: str, shape, names=None, title: str = "", labels: str = "plai
     if labels == "plain":
         fig = sweep_fig.figure(recs, names, title=title)
     elif labels == "changes":
-        fig, base = sweep_fig.labelled_figure(recs, title=title)
-        print(f"{key}: each bar is labelled by what it changes from " + " ".join(f"{k}={v}" for k, v in base.items()))
+        fig, base = sweep_fig.labelled_figure(recs, title=title, base=catalog.get(key).params())
+        print(f"{key}: each bar is labelled by what it changes from the defaults "
+              + " ".join(f"{k}={v}" for k, v in base.items()))
     elif labels == "full":
         fig, _ = sweep_fig.labelled_figure(recs, names, title=title, short=False)
     else:

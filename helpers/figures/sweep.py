@@ -108,24 +108,32 @@ def sweep_base(recs: list) -> dict:
     return {n: Counter(r["params"][n] for r in recs).most_common(1)[0][0] for n in names}
 
 
-def labelled_figure(recs: list, names=None, title: str = "", short: bool = True):
+def labelled_figure(recs: list, names=None, title: str = "", short: bool = True, base: dict | None = None):
     """:func:`figure` with room under the bars for long configuration labels.
 
     ``names``: the parameters to label with (default: those that vary over
     ``recs``). ``short=True``: each bar is labelled by what it changes from
-    :func:`sweep_base` ("base" for the base itself), so that sweeps over many
+    ``base`` (a kernel's shipped defaults; its own bar reads "default"), or, without
+    ``base``, from :func:`sweep_base` ("base" for that bar), so that sweeps over many
     parameters stay readable; ``short=False``: every bar names all of
     ``names``. Bars, slider and title otherwise as :func:`figure`.
-    Returns (figure, base). Raises ValueError for ``recs=[]``."""
+    Returns (figure, base). Raises ValueError for ``recs=[]`` or a ``base`` that lacks
+    one of the records' parameters."""
     if not recs:
         raise ValueError("recs=[]: nothing to draw")
-    base = sweep_base(recs)
+    own = "base" if base is None else "default"
+    if base is None:
+        base = sweep_base(recs)
+    elif set(recs[0]["params"]) - set(base):
+        raise ValueError(f"base={base!r}: must name every parameter of the records "
+                         f"({', '.join(sorted(recs[0]['params']))})")
+    base = {n: base[n] for n in recs[0]["params"]}
     names = list(names) if names else [n for n in base if len({str(r["params"][n]) for r in recs}) > 1]
     fig = figure(recs, names, title=title)
     labels = [" ".join(f"{n}={r['params'][n]}" for n in names) for r in recs]
     if short:
         full = labels
-        labels = [" ".join(f"{n}={r['params'][n]}" for n in names if r["params"][n] != base[n]) or "base"
+        labels = [" ".join(f"{n}={r['params'][n]}" for n in names if r["params"][n] != base[n]) or own
                   for r in recs]
         fig.data[0].x = labels
         for tr in fig.data[1:]:                 # the default's star stands on its bar
