@@ -54,7 +54,7 @@ def main(argv=None) -> int:
     if a.rotations < 1:
         raise SystemExit(f"--rotations={a.rotations}: must be >= 1")
     if not gpu.live():
-        raise SystemExit("ch5_flags: no GPU here; nothing measured")
+        raise SystemExit("ch5_flags: no GPU in this run; nothing measured")
     spec = catalog.get(KEY)
     data = bench.inputs(SHAPE, "float32")      # one set of random inputs for every build and timing
     sets = []

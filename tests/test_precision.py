@@ -81,7 +81,7 @@ def test_fp16_accumulator_results_reads_the_recording(recorded, monkeypatch):
     monkeypatch.setattr(results, "load", lambda slug=results.DEFAULT_SLUG: fake)
     got = ch6.fp16_accumulator_results()
     assert got["recorded"] and got["source"] == "recorded" and got["kernel_fp16_acc"] == 8192.0
-    assert "no GPU here" in got["where"]
+    assert "no GPU in this run" in got["where"]
 
 
 # ------------------------------------------------------------------ TF32 vs FP32
@@ -93,7 +93,7 @@ def test_tf32_needs_a_gpu_and_reads_recordings(recorded, monkeypatch):
     fake = {"provenance": {"gpu": "NVIDIA H200"}, "runs": [], "extras": {"tf32_vs_fp32": rows}}
     monkeypatch.setattr(results, "load", lambda slug=results.DEFAULT_SLUG: fake)
     got, where = precision.tf32_results()
-    assert got == rows and "NVIDIA H200" in where and "no GPU here" in where
+    assert got == rows and "NVIDIA H200" in where and "no GPU in this run" in where
     monkeypatch.setattr(results, "load", lambda slug=results.DEFAULT_SLUG: {"provenance": {}, "runs": []})
     assert precision.tf32_results()[0] == []
 

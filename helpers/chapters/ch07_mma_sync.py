@@ -207,7 +207,7 @@ def probe_results(dtype: str = "float16", shape=(4096, 4096, 4096)) -> tuple[dic
     rec = data.get("extras", {}).get("mma_sync_probes", {}).get(dtype)
     where = results.where(False, data["provenance"])
     if why:
-        where = f"{where.split('; no GPU here')[0]} ({key} {why})"
+        where = f"{where.split('; no GPU in this run')[0]} ({key} {why})"
     return rec, where
 
 

@@ -404,7 +404,7 @@ def show_ceiling(runs: list, where: str) -> list:
 
 def defaults_where(t: dict | None) -> str:
     """Where :func:`show_defaults_here`'s defaults are decided, for its first line: ``t`` is
-    :func:`helpers.runtime.gpu.target` (None: recorded mode, no GPU here)."""
+    :func:`helpers.runtime.gpu.target` (None: recorded mode, no GPU in this run)."""
     f = f"results/{defaults.target_slug(t)}-{defaults.ARTIFACT}.json"
     if t is None:
         return f"in recorded mode (decided as on the recording GPU, with {f})"

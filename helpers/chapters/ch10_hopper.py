@@ -262,7 +262,7 @@ def check_tma_swizzle(dtype: str = "float16") -> str:
     here = gpu.capability() if gpu.live() else None
     if here != (9, 0):
         return ("TMA swizzle check: needs sm_90 (H100/H200); "
-                + ("no GPU here" if here is None else f"this GPU is {gpu.describe_target()}")
+                + ("no GPU in this run" if here is None else f"this GPU is {gpu.describe_target()}")
                 + ". The GPU suite runs it (tests/gpu/test_hopper.py).")
     cp = gpu.cupy()
     src = cp.arange(64 * 64, dtype=cp.uint16).reshape(64, 64).view(verify.np_dtype(dtype))

@@ -437,7 +437,7 @@ def plan_for(strategy: str, M: int, N: int, K: int, aligned: bool, sms: int | No
 def can_run(strategy: str) -> str | None:
     """None if this GPU can run ``strategy``; otherwise why not, in words."""
     if not gpu.live():
-        return "no GPU here"
+        return "no GPU in this run"
     cc = gpu.capability()                 # GEMM_BOOK_SIMULATE can force it down on a real GPU
     if strategy.startswith("hopper"):
         if "float16" not in HOPPER:

@@ -349,12 +349,12 @@ def kernel_label(r: dict) -> str:
 
 
 def where(recs: list) -> str:
-    """'measured live in this run on ...' or 'recorded on ...; no GPU here'; when some
+    """'measured live in this run on ...' or 'recorded on ...; no GPU in this run'; when some
     rows are recorded because this GPU cannot run them, that is said too."""
     live = any(r.get("source") == "live" for r in recs)
     w = results.where(live)
     if not live and gpu.live():                      # rows read from this GPU's record (common.running)
-        w = w.replace("; no GPU here", "; read from the record, not measured in this run")
+        w = w.replace("; no GPU in this run", "; read from the record, not measured in this run")
     if any(r.get("unable") for r in recs):
         prov = results.load().get("provenance", {})
         w += (f"; rows marked [needs ...] (hatched bars) were recorded on {prov.get('gpu', 'the recorded GPU')} "

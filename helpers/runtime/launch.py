@@ -139,7 +139,7 @@ def resources_of(key: str, shape: tuple, **params) -> dict:
     r = {"threads": spec.threads(p), "registers": n["registers"], "smem_static": n["smem_static"],
          "smem_dynamic": spec.smem(p), "spill_bytes": n["spill_stores"] + n["spill_loads"]}
     r.update(occupancy(r["registers"], r["threads"], r["smem_static"] + r["smem_dynamic"], arch=device_limits()))
-    return {**r, "source": f"nvcc -Xptxas -v for {arch} on this machine (no GPU here); occupancy from the "
+    return {**r, "source": f"nvcc -Xptxas -v for {arch} on this machine (no GPU in this run); occupancy from the "
                            f"Occupancy Calculator model with {arch} limits"}
 
 
@@ -252,7 +252,7 @@ def check_owner(key: str, shape=(200, 264, 72), **params) -> str:
     p = spec.params(**params)
     why = unable(spec, p)
     if not gpu.live() or why:
-        return (f"{key}: " + (f"{why}; " if why else "") + ("no GPU here; " if not gpu.live() else "")
+        return (f"{key}: " + (f"{why}; " if why else "") + ("no GPU in this run; " if not gpu.live() else "")
                 + "the GPU suite checks this model against the kernel\n"
                 "  (tests/gpu/test_kernels.py::test_owner_model_matches_kernel).")
     got = record_owner(key, shape, **p)
@@ -309,7 +309,7 @@ def resource_rows(items, shape=(4096, 4096, 4096), label: str = "key+diff") -> t
     arch = f"sm_{t['cc'][0]}{t['cc'][1]}" if t else "sm_90"
     where = ("compiled here; registers, shared memory and local memory from the CUDA driver on "
              + gpu.device_info()["name"] if live else
-             f"nvcc -Xptxas -v for {arch} (sm_90a for the Hopper kernels) on this machine (no GPU here); spills "
+             f"nvcc -Xptxas -v for {arch} (sm_90a for the Hopper kernels) on this machine (no GPU in this run); spills "
              "are ptxas's spill stores + loads; occupancy from the Occupancy Calculator model for "
              + ("an H100/H200" if t is None else gpu.describe_target(t)))
     return rows, where

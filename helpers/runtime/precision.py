@@ -120,7 +120,7 @@ def tf32_results(n: int = 4096) -> tuple[list, str]:
     data = results.load()
     where = results.where(False, data["provenance"])
     if cc is not None and cc < TF32_CC:
-        where = (f"{where.split('; no GPU here')[0]} (TF32 needs sm_80 or newer; this GPU is "
+        where = (f"{where.split('; no GPU in this run')[0]} (TF32 needs sm_80 or newer; this GPU is "
                  f"{gpu.describe_target()})")
     return data.get("extras", {}).get("tf32_vs_fp32", []), where
 

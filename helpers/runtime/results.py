@@ -143,8 +143,8 @@ def where(live: bool, prov: dict | None = None) -> str:
         return f"measured live in this run on {gpu.device_info()['name']}"
     if prov is None:
         data = load()
-        return f"recorded on {describe(data['provenance'], data)}; no GPU here"
-    return f"recorded on {describe(prov)}; no GPU here"
+        return f"recorded on {describe(data['provenance'], data)}; no GPU in this run"
+    return f"recorded on {describe(prov)}; no GPU in this run"
 
 
 def _same(run: dict, kernel: str, params: dict, dtype: str, shape) -> bool:
