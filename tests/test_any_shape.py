@@ -46,6 +46,9 @@ def test_plans_name_their_strategy_and_reason():
     gemv = model.plan(1, 5632, 2048, aligned=True, sms=132)      # one row of partials per tile: one launch
     assert gemv.schedule == "splitk" and gemv.reduction == "fused"
     assert model.fused_is_cheaper(1, 5632, 6) and not model.fused_is_cheaper(512, 512, 16)
+    # the measured row limit: a 128-row tile never takes the one-launch sum, whatever the bandwidth test says
+    assert model.fused_is_cheaper(16, 4096, 8) and not model.fused_is_cheaper(model.FUSED_MAX_M + 1, 4096, 8)
+    assert not model.fused_is_cheaper(128, 5632, 6) and not model.fused_is_cheaper(128, 5632, 6, model.HOPPER_CFG)
     tiny = model.plan(1, 5632, 2048, aligned=True, sms=132, hopper=True)   # the Hopper split, one launch too
     assert (tiny.operands, tiny.schedule, tiny.reduction) == ("hopper", "splitk", "fused")
     assert model.plan(2176, 4096, 8192, aligned=True, sms=132).schedule == "streamk"
@@ -161,11 +164,11 @@ def test_reduction_bounds_split_rows_at_the_limit():
     record without one of the groups is refused, not quoted as a range of nothing."""
     from helpers.chapters import prose_ch09
     row = lambda M, q, eq=True: {"M": M, "one-launch speed / two-pass": q, "bit-equal": eq}   # noqa: E731
-    b = prose_ch09.reduction_bounds([row(1, 1.2), row(16, 0.97), row(128, 0.44), row(1024, 0.7, False)], 16)
+    b = prose_ch09.reduction_bounds([row(1, 1.2), row(16, 0.97), row(128, 0.44), row(1024, 0.7, False)])
     assert (b["small_lo"], b["small_hi"], b["large_lo"], b["large_hi"]) == (0.97, 1.2, 0.44, 0.7)
     assert b["all_equal"] is False
     with pytest.raises(KeyError, match="rows"):
-        prose_ch09.reduction_bounds([row(1, 1.2)], 16)
+        prose_ch09.reduction_bounds([row(1, 1.2)])
 
 
 def test_plan_reasons_count_in_proper_plurals():

@@ -51,15 +51,16 @@ def fused_rows(rows: list) -> dict:
             "worst": min(r["ratio"] / r["best ratio"] for r in f), "best": max(r["ratio"] for r in f)}
 
 
-def reduction_bounds(rows: list, max_m: int) -> dict:
-    """From :func:`helpers.chapters.end_to_end.reduction_control`'s rows: the range of "one-launch
-    speed / two-pass" with at most ``max_m`` rows (``small_lo``, ``small_hi``) and with more
-    (``large_lo``, ``large_hi``), both loops together; ``all_equal``: every pair bit-equal.
+def reduction_bounds(rows: list) -> dict:
+    """From :func:`helpers.chapters.end_to_end.reduction_control`'s rows: the range of "one-launch speed / two-pass" with at
+    most :data:`helpers.models.anyshape.FUSED_MAX_M` rows (``small_lo``, ``small_hi``) and with
+    more (``large_lo``, ``large_hi``), both loops together; ``all_equal``: every pair bit-equal.
     KeyError when either group is empty."""
-    small = [r["one-launch speed / two-pass"] for r in rows if r["M"] <= max_m]
-    large = [r["one-launch speed / two-pass"] for r in rows if r["M"] > max_m]
+    small = [r["one-launch speed / two-pass"] for r in rows if r["M"] <= model.FUSED_MAX_M]
+    large = [r["one-launch speed / two-pass"] for r in rows if r["M"] > model.FUSED_MAX_M]
     if not small or not large:
-        raise KeyError(f"the reduction control needs rows with at most and with more than {max_m} rows")
+        raise KeyError("the reduction control needs rows with at most and with more than "
+                       f"{model.FUSED_MAX_M} rows")
     return {"small_lo": min(small), "small_hi": max(small), "large_lo": min(large), "large_hi": max(large),
             "all_equal": all(r["bit-equal"] for r in rows)}
 
@@ -70,7 +71,8 @@ def prose_values() -> dict:
     the recorded sections of results/<gpu>-anyshape.json (odd shapes, split-K, waves and their
     control, the zoo, the end-to-end zoo: ``llm_gemms`` / ``llm_models``, how many LLM GEMMs and
     models it holds, in words; ``fused_n``, ``fused_ok``, ``fused_worst``, ``fused_best``: auto's one-launch
-    split-K rows (:func:`fused_rows`); ``run_slower_n`` of ``e2e_n`` shapes where the pre-planned run()
+    split-K rows (:func:`fused_rows`); ``fused_ctl_*``, ``fused_max_m``: the control of the two
+    reductions (section ``reductions``, :func:`reduction_bounds`; ``*_span`` as text); ``run_slower_n`` of ``e2e_n`` shapes where the pre-planned run()
     timed slower than the whole gemm() call, by up to ``run_slower_max``), the board's power limit in results/<gpu>.json, and the wave model
     (:func:`helpers.models.anyshape.waves`). KeyError when a record is missing."""
     doc = results.artifact("anyshape")
@@ -115,6 +117,10 @@ def prose_values() -> dict:
     out.update(llm_gemms=words.get(len(llm), str(len(llm))), llm_models=words.get(len(models), str(len(models))),
                e2e_n=len(e2e), run_slower_n=len(slower), run_slower_max=max(slower, default=0.0))
     out.update({f"fused_{k}": v for k, v in fused_rows(e2e).items()})
+    ctl = reduction_bounds(doc["reductions"])
+    out.update({f"fused_ctl_{k}": v for k, v in ctl.items()}, fused_max_m=model.FUSED_MAX_M,
+               fused_ctl_small_span=span(ctl["small_lo"], ctl["small_hi"], ".2f"),
+               fused_ctl_large_span=span(ctl["large_lo"], ctl["large_hi"], ".2f"))
     noise = model.same_plan_spread(doc["zoo"])
     tiny = next(r for r in doc["zoo"] if (r["M"], r["N"], r["K"]) == (64, 64, 64))
     out.update(noise_median=noise["median"], noise_max=noise["max"], noise_max_shape=noise["max_shape"],
