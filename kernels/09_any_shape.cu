@@ -92,10 +92,11 @@
 // Launch: block = (BM/WM) * (BN/WN) * 32 threads; dynamic shared memory =
 //   STAGES * (BM*BK + BK*BN) * 2 bytes; gemm_any grid = (ceil(N/BN),
 //   ceil(M/BM), splits) or (X) for tiles 0..X-1; gemm_streamk grid = (number
-//   of SMs); splitk_reduce, pad_copy, unpad_copy: any 1-D grid (grid-stride).
+//   of SMs); splitk_reduce, pad_copy, pad_copy2, unpad_copy: any 1-D grid
+//   (grid-stride).
 // This file is longer than the book's other kernels (about 700 lines): any
 // shape, split-K and stream-K are three uses of one main loop (mac_loop) and
-// one epilogue, and the padding path's copies (pad_copy, unpad_copy) run in
+// one epilogue, and the padding path's copies (pad_copy, pad_copy2, unpad_copy) run in
 // the same calls; the chapter shows gemm_any and gemm_streamk one at a time.
 //
 // The file includes no CUDA header: 16-bit values are moved as raw bits
@@ -723,17 +724,42 @@ gemm_streamk(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C
 // dst[r][c] = src[r][c] inside rows x cols, 0 elsewhere, for a dst of
 // drows x dcols (dcols % 8 == 0, 16-byte aligned); src any stride, any
 // alignment. Eight elements per thread, read with load8, one 16-byte store.
+__device__ __forceinline__ void pad_chunk(const T* __restrict__ src, int rows, int cols, long long lds,
+                                          T* __restrict__ dst, int dcols, long long i)
+{
+    const long long r = i / (dcols / 8);                 // chunk i: row r, columns c .. c+7 of dst
+    const int c = (int)(i - r * (dcols / 8)) * 8;
+    const int n = r < rows ? clampi(cols - c, 0, 8) : 0;
+    const U4 v = load8(src + r * lds + c, n);
+    *reinterpret_cast<U4*>(dst + r * dcols + c) = v;
+}
+
 extern "C" __global__ void pad_copy(const T* __restrict__ src, int rows, int cols, long long lds,
                                     T* __restrict__ dst, int drows, int dcols)
 {
     const long long chunks = (long long)drows * (dcols / 8);
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < chunks;
+         i += (long long)gridDim.x * blockDim.x)
+        pad_chunk(src, rows, cols, lds, dst, dcols, i);
+}
+
+// pad_copy of A into dstA and of B into dstB in one launch: the two copies'
+// chunks numbered one after the other (A's first), so a call that repacks both
+// operands pays one launch for them, not two. The same as
+//   pad_copy(A, ...); pad_copy(B, ...);
+extern "C" __global__ void pad_copy2(const T* __restrict__ srcA, int rowsA, int colsA, long long ldsA,
+                                     T* __restrict__ dstA, int drowsA, int dcolsA,
+                                     const T* __restrict__ srcB, int rowsB, int colsB, long long ldsB,
+                                     T* __restrict__ dstB, int drowsB, int dcolsB)
+{
+    const long long chunksA = (long long)drowsA * (dcolsA / 8);
+    const long long chunks = chunksA + (long long)drowsB * (dcolsB / 8);
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < chunks;
          i += (long long)gridDim.x * blockDim.x) {
-        const long long r = i / (dcols / 8);
-        const int c = (int)(i - r * (dcols / 8)) * 8;
-        const int n = r < rows ? clampi(cols - c, 0, 8) : 0;
-        const U4 v = load8(src + r * lds + c, n);
-        *reinterpret_cast<U4*>(dst + r * dcols + c) = v;
+        if (i < chunksA)
+            pad_chunk(srcA, rowsA, colsA, ldsA, dstA, dcolsA, i);
+        else
+            pad_chunk(srcB, rowsB, colsB, ldsB, dstB, dcolsB, i - chunksA);
     }
 }
 

@@ -66,8 +66,9 @@ def test_a_repeated_shape_is_planned_once_and_replayed_with_the_callers_arrays(f
     rt.gemm(A2, B2, out=C2)
     assert rt.CACHE_STATS == {"hits": 1, "misses": 1}
     assert [(n, g) for n, g, _ in fake] == [(n, g) for n, g, _ in first]
-    pads = [a for n, _, a in fake if n == "pad_copy"]        # unaligned K and N: both operands repacked
-    assert pads[0][0] is A2 and pads[1][0] is B2
+    (pads,) = [a for n, _, a in fake if n == "pad_copy2"]    # unaligned K and N: both operands, one launch
+    assert pads[0] is A2 and pads[7] is B2
+    assert not any(n == "pad_copy" for n, _, _ in fake)
     assert any(n == "gemm_any" for n, _, _ in fake)
     assert not any(any(x is A or x is B or x is C for x in a) for _, _, a in fake)   # nothing of the first call
 
@@ -114,3 +115,15 @@ def test_a_bad_strategy_is_refused_before_any_launch(fake):
     with pytest.raises(ValueError, match="strategy='fastest': must be one of"):
         rt.gemm(*_abc(8, 8, 8)[:2], strategy="fastest")
     assert fake == []
+
+
+def test_one_operand_to_repack_takes_pad_copy_alone(fake):
+    """K % 8 == 0 but N odd: only B is repacked, by pad_copy; A is read in place."""
+    A, B, C = _abc(1000, 1001, 1024)
+    rt.gemm(A, B, out=C, strategy="repack")
+    names = [n for n, _, _ in fake]
+    assert names.count("pad_copy") == 1 and "pad_copy2" not in names
+    (pad,) = [a for n, _, a in fake if n == "pad_copy"]
+    assert pad[0] is B
+    (g,) = [a for n, _, a in fake if n == "gemm_any"]
+    assert g[0] is A

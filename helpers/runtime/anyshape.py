@@ -22,7 +22,7 @@ from . import catalog, compile as kc, gpu, launch
 from .checks import require
 
 FILE = "09_any_shape.cu"
-ENTRIES = ("gemm_any", "gemm_streamk", "splitk_reduce", "pad_copy", "unpad_copy")
+ENTRIES = ("gemm_any", "gemm_streamk", "splitk_reduce", "pad_copy", "pad_copy2", "unpad_copy")
 DTYPES = {"float16": ("f16", {}), "bfloat16": ("bf16", {"BF16": 1})}
 MIN_CC = (8, 0)                     # cp.async, bf16 and mma.sync.m16n8k16
 H200_SMS = 132                      # the recorded GPU's SM count (plans without a GPU here)
@@ -54,7 +54,7 @@ _BUILDS: dict = {}
 
 
 def _kernels(dtype: str, aligned: bool) -> dict:
-    """The five entry points of one build (one NVRTC compile), shared memory opted in."""
+    """The entry points of one build (:data:`ENTRIES`, one NVRTC compile), shared memory opted in."""
     k = (dtype, bool(aligned))
     if k not in _BUILDS:
         p = {**model.CFG, **DTYPES[dtype][1], "ALIGNED": int(aligned)}
@@ -128,10 +128,6 @@ def _explain(A, B, C=None):
     return M, N, K, dtype, C
 
 
-def _copy(fn, chunks: int, args) -> None:
-    fn((max(1, min(cdiv(chunks, 256), 16 * sm_count())),), (256,), args)
-
-
 def pad_into(X, out) -> None:
     """Enqueue ``pad_copy``: ``out`` (drows x dcols, C-contiguous, dcols % 8 == 0) = ``X``
     (rows x cols, C-contiguous, any alignment, rows <= drows, cols <= dcols) in its top-left
@@ -139,8 +135,7 @@ def pad_into(X, out) -> None:
     (rows, cols), (drows, dcols) = X.shape, out.shape
     require(rows <= drows and cols <= dcols, "out.shape", tuple(out.shape), f"must hold X.shape = {(rows, cols)}")
     require(dcols % 8 == 0, "out.shape[1]", dcols, "must be a multiple of 8 (16-byte rows)")
-    _copy(_kernels(str(X.dtype), True)["pad_copy"], drows * dcols // 8,
-          (X, np.int32(rows), np.int32(cols), np.int64(cols), out, np.int32(drows), np.int32(dcols)))
+    _replay(_pad_steps(str(X.dtype), [(rows, cols, out, "A")]), X, None, None)
 
 
 def unpad_into(src, C) -> None:
@@ -149,8 +144,7 @@ def unpad_into(src, C) -> None:
     M, N = C.shape
     require(src.shape[0] >= M and src.shape[1] >= N, "src.shape", tuple(src.shape), f"must hold C.shape = {(M, N)}")
     require(src.shape[1] % 8 == 0, "src.shape[1]", src.shape[1], "must be a multiple of 8 (16-byte rows)")
-    _copy(_kernels(str(C.dtype), True)["unpad_copy"], cdiv(M * N, 8),
-          (src, np.int32(src.shape[1]), C, np.int32(M), np.int32(N)))
+    _replay((_unpad_step(str(C.dtype), src, M, N),), None, None, C)
 
 
 _EPOCH = [0]
@@ -191,12 +185,17 @@ def _copy_step(fn, chunks: int, args, slots=()):
     return _launch(fn, (max(1, min(cdiv(chunks, 256), 16 * sm_count())),), (256,), args, 0, slots)
 
 
-def _pad_step(dtype, rows, cols, out, src):
-    """``pad_copy`` of the call's array ``src`` ("A" or "B", rows x cols) into scratch ``out``."""
-    drows, dcols = out.shape
-    return _copy_step(_kernels(dtype, True)["pad_copy"], drows * dcols // 8,
-                      (None, np.int32(rows), np.int32(cols), np.int64(cols), out, np.int32(drows), np.int32(dcols)),
-                      ((0, src),))
+def _pad_steps(dtype, copies) -> list:
+    """The repack of the call's operands, ``copies`` a list of (rows, cols, scratch, "A" | "B"):
+    ``pad_copy`` for one operand, ``pad_copy2`` for two (one launch fewer on the host)."""
+    i32, args, slots = np.int32, (), []
+    for n, (rows, cols, out, src) in enumerate(copies):
+        args += (None, i32(rows), i32(cols), np.int64(cols), out, i32(out.shape[0]), i32(out.shape[1]))
+        slots.append((7 * n, src))
+    if not copies:
+        return []
+    fn = _kernels(dtype, True)["pad_copy2" if len(copies) == 2 else "pad_copy"]
+    return [_copy_step(fn, sum(c[2].shape[0] * c[2].shape[1] for c in copies) // 8, args, slots)]
 
 
 def _unpad_step(dtype, src, M, N):
@@ -228,8 +227,8 @@ def prepare(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: tuple) -
         Mp, Np, Kp = (model.round_up(M, cfg["BM"]), model.round_up(N, cfg["BN"]), model.round_up(K, cfg["BK"]))
         Ap, Bp = scratch("padA", (Mp, Kp), dtype), scratch("padB", (Kp, Np), dtype)
         Cp = scratch("padC", (Mp, Np), dtype)
-        steps += [_pad_step(dtype, M, K, Ap, "A"), _pad_step(dtype, K, N, Bp, "B"),
-                  _launch(fns["gemm_any"], (Np // cfg["BN"], Mp // cfg["BM"], 1), nt,
+        steps += _pad_steps(dtype, [(M, K, Ap, "A"), (K, N, Bp, "B")])
+        steps += [_launch(fns["gemm_any"], (Np // cfg["BN"], Mp // cfg["BM"], 1), nt,
                           (Ap, Bp, Cp, w0, i32(Mp), i32(Np), i32(Kp), i32(Kp), i32(Np), i32(Np),
                            i32(Kp // cfg["BK"]), i32(0), f0), smem_b),
                   _unpad_step(dtype, Cp, M, N)]
@@ -237,14 +236,16 @@ def prepare(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: tuple) -
     a_slot, b_slot, lda, ldb = [(0, "A")], [(1, "B")], K, N
     Ap = Bp = None
     if plan.operands == "repack":                # row strides rounded up to 8 elements, only where needed
+        copies = []
         if K % 8 or not bits[0]:
             lda, a_slot = model.round_up(K, 8), []
             Ap = scratch("repackA", (M, lda), dtype)
-            steps.append(_pad_step(dtype, M, K, Ap, "A"))
+            copies.append((M, K, Ap, "A"))
         if N % 8 or not bits[1]:
             ldb, b_slot = model.round_up(N, 8), []
             Bp = scratch("repackB", (K, ldb), dtype)
-            steps.append(_pad_step(dtype, K, N, Bp, "B"))
+            copies.append((K, N, Bp, "B"))
+        steps += _pad_steps(dtype, copies)
     KT = cdiv(K, cfg["BK"])
     shape_args = (i32(M), i32(N), i32(K), i32(lda), i32(ldb), i32(N))
     slots = a_slot + b_slot + [(2, "C")]
@@ -357,10 +358,7 @@ def _prepare_hopper(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: 
     # it on a first call at 7 x 7 x 7 although the TMA store writes every element that copy reads
     # (scripts/initcheck_control.py: with the buffer NaN-filled first, C comes out finite and right).
     Cp = None if (n8 == N and bits[2]) else scratch("hopC", (M, n8), dtype, zero=True)
-    if Ap is not None:
-        steps.append(_pad_step(dtype, M, K, Ap, "A"))
-    if Bp is not None:
-        steps.append(_pad_step(dtype, K, N, Bp, "B"))
+    steps += _pad_steps(dtype, [c for c in ((M, K, Ap, "A"), (K, N, Bp, "B")) if c[2] is not None])
     splits = plan.splits if plan.schedule == "splitk" else 1
     if splits > 1:
         spec, p, fn, smem_b = hopper_splitk_build(dtype, plan.cluster_m)

@@ -118,6 +118,28 @@ def test_unpad_copy_any_alignment(M, N, offset):
     assert bool(cp.isnan(buf[:offset]).all()) and bool(cp.isnan(buf[offset + M * N:]).all())
 
 
+@pytest.mark.parametrize("M,N,K,offsets", [(1, 1, 1, (0, 0)), (7, 9, 5, (1, 3)), (129, 131, 67, (0, 1)),
+                                            (33, 4093, 17, (5, 0))])
+def test_pad_copy2_is_two_pad_copies(M, N, K, offsets):
+    """pad_copy2 (both operands in one launch) writes bit for bit what pad_copy writes for A
+    and for B, zeros in the padding included, at any alignment of the sources."""
+    cp = gpu.cupy()
+    bufA = verify.random_matrix((M * K + 8,), "float16")
+    bufB = verify.random_matrix((K * N + 8,), "float16")
+    A = bufA[offsets[0]:offsets[0] + M * K].reshape(M, K)
+    B = bufB[offsets[1]:offsets[1] + K * N].reshape(K, N)
+    k8, n8 = model.round_up(K, 8), model.round_up(N, 8)
+    want_a, want_b = cp.full((M + 3, k8), cp.nan, cp.float16), cp.full((k8, n8), cp.nan, cp.float16)
+    rt.pad_into(A, want_a)
+    rt.pad_into(B, want_b)
+    got_a, got_b = cp.full_like(want_a, cp.nan), cp.full_like(want_b, cp.nan)
+    (step,) = rt._pad_steps("float16", [(M, K, got_a, "A"), (K, N, got_b, "B")])
+    assert step[0] is rt._kernels("float16", True)["pad_copy2"]
+    rt._replay((step,), A, B, None)
+    assert bool((got_a.view(cp.uint16) == want_a.view(cp.uint16)).all())
+    assert bool((got_b.view(cp.uint16) == want_b.view(cp.uint16)).all())
+
+
 @pytest.mark.parametrize("strategy", ["auto", "repack", "padding", "splitk", "streamk_sk", "hopper", "hopper_splitk"])
 def test_a_cached_call_computes_with_the_new_arrays(strategy):
     """The second call of a shape replays the first call's prepared launches: with other
