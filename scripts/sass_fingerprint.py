@@ -72,7 +72,7 @@ def jobs() -> list[tuple]:
     from helpers.chapters import ch07_mma_sync as ch7
     from helpers.chapters import ch10_hopper as ch10
     from helpers.models import anyshape as anymodel
-    from helpers.runtime import catalog
+    from helpers.runtime import anyshape as anyrt, catalog
 
     out = {}
 
@@ -116,7 +116,7 @@ def jobs() -> list[tuple]:
                 {**spec.defines({**spec.defaults, "EPI_TMA": 0, "CLUSTER_M": cl}), "SPLIT_K": 1})
         add("exp", "tma_box_dump", spec, {"BF16": int(dt == "bfloat16")}, file=spec.file, entry="tma_box_dump")
     spec = catalog.get("any_shape_f16")                                 # chapter 9: every entry
-    for entry in ("gemm_any", "gemm_streamk", "splitk_reduce", "pad_copy", "unpad_copy"):
+    for entry in anyrt.ENTRIES:
         for bf in (0, 1):
             for aligned, partial in ((1, 0), (0, 0), (1, 1)):
                 d = {**anymodel.CFG, "BF16": bf, "ALIGNED": aligned, **({"PARTIAL_CHUNKS": 1} if partial else {})}
