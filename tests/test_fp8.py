@@ -137,3 +137,17 @@ def test_ptxas_log_has_no_spills_and_no_serialized_wgmma(k):
         r = kc.nvcc_check(spec.file, spec.entry, spec.defines(p), arch="sm_90a")
         assert not r["warnings"], f"{k} {p}: {r['warnings']}"
         assert r["spill_stores"] == r["spill_loads"] == 0, f"{k} {p}: spills {r}"
+
+
+def test_the_recorder_times_rung_2_and_its_pingpong_control():
+    """Chapter 11 quotes rung 2 as shipped and with the other PINGPONG (prose_values): the
+    recorder's speed list must hold both, or the page cannot be built from a fresh record."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "scripts" / "record_fp8.py"
+    spec = importlib.util.spec_from_file_location("record_fp8", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    r2 = catalog.get("fp8_r2_block")
+    got = {r2.params(**p)["PINGPONG"] for k, p in mod.SPEED if k == "fp8_r2_block"}
+    assert got == {0, 1}
