@@ -705,6 +705,52 @@ def test_phone_navigation_by_touch(book):
             browser.close()
 
 
+def test_a_swipe_over_a_figure_scrolls_the_page_on_a_phone(book):
+    """At 412 px on a touch screen a vertical swipe that starts on a Plotly figure scrolls
+    the page (dragmode false, _ext/static/book_plotly.js): with Plotly's default
+    dragmode "zoom" the same swipe zooms the figure's axes and the page stays put."""
+    _need_browser()
+    from playwright.sync_api import sync_playwright
+
+    with serve(book.html) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            ctx = browser.new_context(viewport=NARROW, has_touch=True, is_mobile=True, service_workers="block")
+            page = ctx.new_page()
+            page.goto(base + "book/09_any_shape.html", wait_until="load")
+            page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length > 0 && "
+                                   "Array.from(document.querySelectorAll('.js-plotly-plot'))"
+                                   ".every(g => g._fullLayout)", timeout=60_000)
+            modes = page.evaluate("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
+                                  ".map(g => g._fullLayout.dragmode)")
+            assert modes and all(m is False for m in modes), f"dragmode on a touch screen: {modes}"
+            cdp = ctx.new_cdp_session(page)
+
+            def swipe() -> float:
+                """A finger drags 200 px up from the middle of the first figure's plot area;
+                returns how far the page scrolled."""
+                box = page.evaluate("""() => { const g = document.querySelector('.js-plotly-plot .nsewdrag');
+                    g.scrollIntoView({block: 'center'}); const r = g.getBoundingClientRect();
+                    return {x: r.left + r.width / 2, y: r.top + r.height / 2, scroll: window.scrollY}; }""")
+                x, y = box["x"], box["y"]
+                cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
+                for i in range(1, 11):
+                    cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [{"x": x, "y": y - 20 * i}]})
+                    page.wait_for_timeout(16)
+                cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+                page.wait_for_timeout(500)
+                return page.evaluate("() => window.scrollY") - box["scroll"]
+
+            moved = swipe()
+            assert moved > 50, f"a swipe over the figure scrolled the page by {moved} px"
+            # the control: the same swipe with Plotly's default dragmode zooms and does not scroll
+            page.evaluate("() => Plotly.relayout(document.querySelector('.js-plotly-plot'), {dragmode: 'zoom'})")
+            control = swipe()
+            assert control < 10, f"control (dragmode zoom) scrolled by {control} px: the swipe does not test the fix"
+        finally:
+            browser.close()
+
+
 def test_first_paint_of_figure_pages_from_disk(book, request):
     """Every page with a figure paints its text within FIRST_PAINT_MAX_MS when opened
     from disk (file://): plotly.min.js is loaded after the first paint

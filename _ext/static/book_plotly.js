@@ -15,7 +15,8 @@
  * pattern over an array of bar colours is drawn in "replace" mode, where each bar's
  * colour is the pattern's background (in the default "overlay" mode Plotly warns
  * "Invalid color specifier: Array(N)" for each bar); on a screen without hover the
- * Plotly toolbar is not shown (it covers the title and cannot be reached by touch).
+ * Plotly toolbar is not shown (it covers the title and cannot be reached by touch), and
+ * dragging does not zoom (dragmode false), so a swipe over a figure scrolls the page.
  *
  * RequireJS: plotly.min.js registers itself as an anonymous AMD module when it sees
  * `window.define.amd`; `define` is hidden while it runs and put back after.
@@ -46,7 +47,12 @@
     args = Array.prototype.slice.call(args);
     (args[1] || []).forEach(fixTrace);
     var cfg = Object.assign({}, args[3] || {});
-    if (noHover()) cfg.displayModeBar = false;
+    if (noHover()) {
+      cfg.displayModeBar = false;
+      // a swipe that starts on a figure scrolls the page instead of zooming the axes
+      // (Plotly's dragmode false; sliders and taps on the figure still work)
+      args[2] = Object.assign({}, args[2] || {}, {dragmode: false});
+    }
     args[3] = cfg;
     return args;
   }

@@ -263,9 +263,9 @@ def _cell(v) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
 
-# A numeric column whose key or header says "ratio" (or "x cuBLAS") is printed with
-# style.ratio_text: three significant figures in every table of the book.
-_RATIO_COLUMN = re.compile(r"ratio|[x×] cuBLAS|of cuBLAS", re.I)
+# A numeric column whose key or header says "ratio" (or "x cuBLAS", "/ cuBLAS", or is a quotient
+# "a ÷ b") is printed with style.ratio_text: three significant figures in every table of the book.
+_RATIO_COLUMN = re.compile(r"ratio|[x×/] cuBLAS|of cuBLAS|÷", re.I)
 
 
 def table_markdown(rows: Sequence[Mapping], columns: Iterable, caption: str) -> str:
@@ -298,7 +298,7 @@ def table(rows: Sequence[Mapping], columns: Iterable, caption: str) -> None:
         columns: the keys to show, in order: a list of keys, a list of
             ``(key, header)`` pairs, or a dict ``{key: header}``. Missing
             values are blank; floats get 4 significant digits, ratios (a numeric
-            column whose key or header says "ratio", "x cuBLAS" or "of cuBLAS") 3
+            column whose key or header says "ratio", "x cuBLAS", "/ cuBLAS", "of cuBLAS" or "÷") 3
             (:func:`helpers.figures.style.ratio_text`); lists and
             tuples (shapes) are written ``4096 x 4096``; numeric columns are
             right-aligned.
