@@ -234,6 +234,7 @@ LAYOUT_JS = r"""() => {
             card: card(d), width: Math.round(d.getBoundingClientRect().right)} : {id: d.id})};
 }"""
 NARROW = {"width": 412, "height": 915}     # a phone (the issue's measurements)
+WIDE = {"width": 1280, "height": 900}     # a laptop
 WIDE_TABLES_MAX = 5     # tables of the whole book that may scroll sideways at 412 px
 FIRST_PAINT_MAX_MS = 1000
 PAINT_WAIT_MS = 10_000      # how long to wait for a page's first paint before calling it missing
@@ -751,6 +752,34 @@ def test_a_swipe_over_a_figure_scrolls_the_page_on_a_phone(book):
             browser.close()
 
 
+def test_no_plot_squashed_by_its_legend(book):
+    """A legend of many entries under a plot wraps into rows and Plotly takes their room
+    from the plot: chapter 10's roofline (14 entries) kept an 88 px plot at 1280 px. The
+    figure grows instead (_ext/static/book_figures.js, plotHeightLost): every plot area of
+    chapter 10 is at least 100 px tall at 1280 px and at 412 px."""
+    _need_browser()
+    from playwright.sync_api import sync_playwright
+
+    with serve(book.html) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            for viewport in (WIDE, NARROW):
+                page = browser.new_page(viewport=viewport)
+                page.goto(base + "book/10_hopper.html", wait_until="load")
+                page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length > 0 && "
+                                       "Array.from(document.querySelectorAll('.js-plotly-plot'))"
+                                       ".every(g => g._fullLayout && g.__bookFits)", timeout=60_000)
+                page.wait_for_timeout(3000)          # the fitting rounds after the first
+                plots = page.evaluate("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
+                                      ".map(g => [(g._fullLayout.title.text || '').split('<br>')[0], "
+                                      "Math.round(g._fullLayout._size.h)])")
+                low = [p for p in plots if p[1] < 100]
+                assert plots and not low, f"at {viewport['width']} px, plot areas under 100 px: {low}"
+                page.close()
+        finally:
+            browser.close()
+
+
 def test_first_paint_of_figure_pages_from_disk(book, request):
     """Every page with a figure paints its text within FIRST_PAINT_MAX_MS when opened
     from disk (file://): plotly.min.js is loaded after the first paint
@@ -913,7 +942,7 @@ def figure_text_defects(url: str, viewport: dict, settle_ms: int = 1500) -> list
 
 
 @pytest.mark.full
-@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 900}, NARROW], ids=["1280px", "412px"])
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280px", "412px"])
 def test_figure_text_fits_and_does_not_overlap(book, request, viewport):
     """Every figure of the book, at 1280 px and at 412 px: no SVG text element leaves the
     figure's box or overlaps another (:data:`FIGURE_TEXT_JS`)."""

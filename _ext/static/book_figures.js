@@ -539,6 +539,19 @@
     return u;
   }
 
+  /* Plotly widens a margin to make room for what does not fit in it (a legend of many
+   * entries under the plot wraps into rows on a narrow column) and takes that room from the
+   * plot itself, down to a sliver. The plot's height as the figure first asked for it is
+   * kept: the figure grows by what the widened margins took. Returns the pixels to add. */
+  function plotHeightLost(gd) {
+    var fl = gd._fullLayout;
+    if (!fl._size || !fl.height || !fl.margin) return 0;
+    if (gd.__bookPlotH === undefined)
+      gd.__bookPlotH = fl.height - (fl.margin.t || 0) - (fl.margin.b || 0);
+    var lost = Math.ceil(gd.__bookPlotH - fl._size.h);
+    return lost > 4 ? lost : 0;
+  }
+
   function fitSliders(gd) {
     gd.__bookFits = (gd.__bookFits || 0) + 1;
     var u = sliderUpdate(gd);
@@ -555,6 +568,8 @@
       var w = legendUpdate(gd);
       if (u.height && w.height) w.height += u.height - gd._fullLayout.height;
       Object.assign(u, w);
+      var lost = plotHeightLost(gd);
+      if (lost) u.height = (u.height || gd._fullLayout.height) + lost;
     }
     var p = relayout(gd, u);
     // what the relayout moved is measured again (a few rounds at most)
