@@ -18,7 +18,7 @@ from helpers.models.fragments import (frag_a, frag_b, frag_c, fragment_grid, ldm
 from helpers.models.mma_sync import MMA_TEACHING, MmaSyncGeometry, mma_sync_ldsm_logical, mma_sync_ldsm_offsets
 from helpers.runtime import catalog
 
-from .style import GROUP_COLORS, discrete_scale
+from .style import GROUP_COLORS, OUTLINE, discrete_scale
 
 
 def figure_fragments():
@@ -75,7 +75,7 @@ def figure_fragments():
 
     for (x, y), (r, c) in zip(marks(0), pos):
         fig.add_trace(go.Scatter(x=x.tolist(), y=y.tolist(), mode="markers", hoverinfo="skip", showlegend=False,
-                                 marker=dict(symbol="square-open", size=15, color="black", line=dict(width=3))),
+                                 marker=dict(symbol="square-open", size=15, color=OUTLINE, line=dict(width=3))),
                       row=r, col=c)
     steps = []
     for lane in range(32):
@@ -179,7 +179,7 @@ def figure_swizzle(p: dict | None = None, show_rows: int = 16, show_chunks: int 
     for op, sw, r, c in panels:
         x, y = marks(op, 0)
         fig.add_trace(go.Scatter(x=x.tolist(), y=y.tolist(), mode="markers", hoverinfo="skip", showlegend=False,
-                                 marker=dict(symbol="square-open", size=16, color="black", line=dict(width=3))),
+                                 marker=dict(symbol="square-open", size=16, color=OUTLINE, line=dict(width=3))),
                       row=r, col=c)
     steps = []
     for ph in range(4):

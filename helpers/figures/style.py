@@ -68,6 +68,10 @@ FONT = ('-apple-system, BlinkMacSystemFont, "Segoe UI", "Helvetica Neue", Arial,
 # gets its own marker (a star above its bar) with a legend entry.
 BAR = GROUP_COLORS[0]
 SELECTED = "#d62728"
+# Outlines drawn over Turbo heatmaps and the bank-group grid (a lane's cells, an ldmatrix
+# phase): magenta is in neither Turbo nor the categorical colours, and reads on the light
+# and the dark page alike (black vanished on Turbo's dark end and on a dark page).
+OUTLINE = "#e600e6"
 NOT_RECORDED = "#cccccc"
 DEFAULT_MARKER = dict(symbol="star", size=15, color="#f28e2b", line=dict(width=1, color="#7f4a10"))
 SELECTED_NAME = "selected by the slider (at first: the best of the sweep)"

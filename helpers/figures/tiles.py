@@ -21,7 +21,7 @@ from helpers.models import tiles
 from helpers.models.raster import cdiv
 from helpers.runtime import catalog
 
-from .style import model_note, small, step_scale
+from .style import OUTLINE, model_note, small, step_scale
 
 
 def staging_figure(p: dict | None = None, shape=(32, 32, 32), block=(1, 2)):
@@ -165,12 +165,12 @@ def ownership_figure(key: str, p: dict | None = None, warp: int = 0):
                              colorbar=dict(title="lane", tickvals=[0, 8, 16, 24, 31]),
                              hovertemplate="C tile[%{y}][%{x}]: lane %{z}<extra></extra>"), 1, 2)
     outline = dict(type="rect", xref="x", yref="y", x0=c0 - 0.5, x1=c1 - 0.5, y0=r0 - 0.5, y1=r1 - 0.5,
-                   line=dict(color="#000000", width=2))
+                   line=dict(color=OUTLINE, width=2))
 
     def shapes(lane):
         m = tid == warp * 32 + lane
         return [outline] + [dict(type="rect", xref="x2", yref="y2", x0=b0 - 0.5, x1=b1 - 0.5, y0=a0 - 0.5,
-                                 y1=a1 - 0.5, line=dict(color="#000000", width=2.5))
+                                 y1=a1 - 0.5, line=dict(color=OUTLINE, width=2.5))
                             for a0, a1, b0, b1 in _rects(m)]
 
     per = int((tid == warp * 32).sum())
