@@ -176,6 +176,10 @@ _BOOK_CSS_TEXT = ("code.literal, code.literal span.pre { white-space: normal; ov
                   "@media (hover: none) { .tooltip { display: none !important; } "
                   ".js-plotly-plot .modebar-container { display: none !important; } }\n"
                   ".tooltip { pointer-events: none; }\n"
+                  # a printed result (a stream output: one line of findings) wraps at the
+                  # page's edge instead of running off it; code cells keep their scroll
+                  ".bd-content div.cell_output div.output.stream pre { white-space: pre-wrap; "
+                  "overflow-wrap: anywhere; }\n"
                   # tables on a phone: smaller type and tighter cells, so that most fit the
                   # screen; one that still does not is drawn as cards (book_tables.js marks it
                   # .book-cards: one block per row, each cell after its column's header)

@@ -780,6 +780,26 @@ def test_no_plot_squashed_by_its_legend(book):
             browser.close()
 
 
+def test_printed_results_wrap_on_a_phone(book):
+    """At 412 px a printed result (a stream output) wraps at the page's edge: none of the
+    chapter 5 outputs scrolls sideways or is cut (book.css, _ext/book_offline.py)."""
+    _need_browser()
+    from playwright.sync_api import sync_playwright
+
+    with serve(book.html) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=NARROW)
+            page.goto(base + "book/05_register_tiling.html", wait_until="load")
+            cut = page.evaluate("() => Array.from(document.querySelectorAll('div.cell_output div.output.stream pre'))"
+                                ".filter(p => p.scrollWidth > p.clientWidth + 1)"
+                                ".map(p => p.textContent.trim().slice(0, 60))")
+            n = page.evaluate("() => document.querySelectorAll('div.cell_output div.output.stream pre').length")
+            assert n > 0 and not cut, f"{len(cut)} of {n} printed outputs run past the edge: {cut[:5]}"
+        finally:
+            browser.close()
+
+
 def test_first_paint_of_figure_pages_from_disk(book, request):
     """Every page with a figure paints its text within FIRST_PAINT_MAX_MS when opened
     from disk (file://): plotly.min.js is loaded after the first paint
