@@ -31,6 +31,7 @@ the browser tests skip with the reason, except under ``CI=true``, where they fai
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import json
@@ -669,135 +670,115 @@ def _figure_pages(book: Build, request) -> list[str]:
     return rels if _tier.full(request.config) else [r for r in rels if r in FAST_PAGES]
 
 
-def test_phone_navigation_by_touch(book):
-    """At 412 px on a touch screen the article header's sidebar button opens the site
-    navigation, a link in it leads to its chapter, and no tooltip is left over the
-    search button (pydata-sphinx-theme 0.17 / sphinx-book-theme 1.3 bind the toggles to
-    a hidden button; _ext/static/book_nav.js)."""
+@contextlib.contextmanager
+def page_at(book, rel: str, viewport: dict, touch: bool = False):
+    """A Chromium page of the built ``book`` at ``rel`` (served over HTTP), ``viewport``
+    wide, a phone's touch screen with ``touch``; yields (page, context), closed after."""
     _need_browser()
     from playwright.sync_api import sync_playwright
 
     with serve(book.html) as base, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
         try:
-            ctx = browser.new_context(viewport=NARROW, has_touch=True, is_mobile=True, service_workers="block")
+            ctx = browser.new_context(viewport=viewport, service_workers="block",
+                                      **({"has_touch": True, "is_mobile": True} if touch else {}))
             page = ctx.new_page()
-            page.goto(base + "book/03_smem_tiling.html", wait_until="load")
-            toggle = page.locator(".bd-header-article .primary-toggle")
-            assert toggle.is_visible(), "no visible sidebar button in the article header at 412 px"
-            page.wait_for_function("() => document.readyState === 'complete'", timeout=15_000)
-            toggle.tap()
-            page.wait_for_function("() => document.querySelector('#pst-primary-sidebar-modal').open", timeout=15_000)
-            link = page.locator("#pst-primary-sidebar-modal a.reference.internal[href*='07_mma_sync']").first
-            assert link.is_visible(), "the opened navigation shows no link to chapter 7"
-            link.tap()
-            # the link was followed once the new page's document is parsed; its figures may load later
-            page.wait_for_url(re.compile(r".*/07_mma_sync\.html.*"), timeout=30_000, wait_until="domcontentloaded")
-            # the search button takes a tap: nothing (a tooltip) lies over its centre
-            page.locator(".bd-header-article .primary-toggle").tap()
-            page.keyboard.press("Escape")
-            on_top = page.evaluate("""() => { const b = Array.from(document.querySelectorAll('.search-button'))
-                .find(e => e.offsetParent); if (!b) return 'no visible search button';
-              const r = b.getBoundingClientRect();
-              const e = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
-              return b.contains(e) ? '' : 'covered by ' + (e ? e.className : 'nothing'); }""")
-            assert not on_top, f"search button: {on_top}"
+            page.goto(base + rel, wait_until="load")
+            yield page, ctx
         finally:
             browser.close()
+
+
+FIGURES_DRAWN = ("() => document.querySelectorAll('.js-plotly-plot').length > 0 && "
+                 "Array.from(document.querySelectorAll('.js-plotly-plot')).every(g => g._fullLayout && g.__bookFits)")
+
+
+def test_phone_navigation_by_touch(book):
+    """At 412 px on a touch screen the article header's sidebar button opens the site
+    navigation, a link in it leads to its chapter, and no tooltip is left over the
+    search button (pydata-sphinx-theme 0.17 / sphinx-book-theme 1.3 bind the toggles to
+    a hidden button; _ext/static/book_nav.js)."""
+    with page_at(book, "book/03_smem_tiling.html", NARROW, touch=True) as (page, _):
+        toggle = page.locator(".bd-header-article .primary-toggle")
+        assert toggle.is_visible(), "no visible sidebar button in the article header at 412 px"
+        page.wait_for_function("() => document.readyState === 'complete'", timeout=15_000)
+        toggle.tap()
+        page.wait_for_function("() => document.querySelector('#pst-primary-sidebar-modal').open", timeout=15_000)
+        link = page.locator("#pst-primary-sidebar-modal a.reference.internal[href*='07_mma_sync']").first
+        assert link.is_visible(), "the opened navigation shows no link to chapter 7"
+        link.tap()
+        # the link was followed once the new page's document is parsed; its figures may load later
+        page.wait_for_url(re.compile(r".*/07_mma_sync\.html.*"), timeout=30_000, wait_until="domcontentloaded")
+        # the search button takes a tap: nothing (a tooltip) lies over its centre
+        page.locator(".bd-header-article .primary-toggle").tap()
+        page.keyboard.press("Escape")
+        on_top = page.evaluate("""() => { const b = Array.from(document.querySelectorAll('.search-button'))
+            .find(e => e.offsetParent); if (!b) return 'no visible search button';
+          const r = b.getBoundingClientRect();
+          const e = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+          return b.contains(e) ? '' : 'covered by ' + (e ? e.className : 'nothing'); }""")
+        assert not on_top, f"search button: {on_top}"
 
 
 def test_a_swipe_over_a_figure_scrolls_the_page_on_a_phone(book):
     """At 412 px on a touch screen a vertical swipe that starts on a Plotly figure scrolls
     the page (dragmode false, _ext/static/book_plotly.js): with Plotly's default
     dragmode "zoom" the same swipe zooms the figure's axes and the page stays put."""
-    _need_browser()
-    from playwright.sync_api import sync_playwright
+    with page_at(book, "book/09_any_shape.html", NARROW, touch=True) as (page, ctx):
+        page.wait_for_function(FIGURES_DRAWN, timeout=60_000)
+        modes = page.evaluate("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
+                              ".map(g => g._fullLayout.dragmode)")
+        assert modes and all(m is False for m in modes), f"dragmode on a touch screen: {modes}"
+        cdp = ctx.new_cdp_session(page)
 
-    with serve(book.html) as base, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
-        try:
-            ctx = browser.new_context(viewport=NARROW, has_touch=True, is_mobile=True, service_workers="block")
-            page = ctx.new_page()
-            page.goto(base + "book/09_any_shape.html", wait_until="load")
-            page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length > 0 && "
-                                   "Array.from(document.querySelectorAll('.js-plotly-plot'))"
-                                   ".every(g => g._fullLayout)", timeout=60_000)
-            modes = page.evaluate("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
-                                  ".map(g => g._fullLayout.dragmode)")
-            assert modes and all(m is False for m in modes), f"dragmode on a touch screen: {modes}"
-            cdp = ctx.new_cdp_session(page)
+        def swipe() -> float:
+            """A finger drags 200 px up from the middle of the first figure's plot area;
+            returns how far the page scrolled."""
+            box = page.evaluate("""() => { const g = document.querySelector('.js-plotly-plot .nsewdrag');
+                g.scrollIntoView({block: 'center'}); const r = g.getBoundingClientRect();
+                return {x: r.left + r.width / 2, y: r.top + r.height / 2, scroll: window.scrollY}; }""")
+            x, y = box["x"], box["y"]
+            cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
+            for i in range(1, 11):
+                cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [{"x": x, "y": y - 20 * i}]})
+                page.wait_for_timeout(16)
+            cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+            page.wait_for_timeout(500)
+            return page.evaluate("() => window.scrollY") - box["scroll"]
 
-            def swipe() -> float:
-                """A finger drags 200 px up from the middle of the first figure's plot area;
-                returns how far the page scrolled."""
-                box = page.evaluate("""() => { const g = document.querySelector('.js-plotly-plot .nsewdrag');
-                    g.scrollIntoView({block: 'center'}); const r = g.getBoundingClientRect();
-                    return {x: r.left + r.width / 2, y: r.top + r.height / 2, scroll: window.scrollY}; }""")
-                x, y = box["x"], box["y"]
-                cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
-                for i in range(1, 11):
-                    cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [{"x": x, "y": y - 20 * i}]})
-                    page.wait_for_timeout(16)
-                cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
-                page.wait_for_timeout(500)
-                return page.evaluate("() => window.scrollY") - box["scroll"]
-
-            moved = swipe()
-            assert moved > 50, f"a swipe over the figure scrolled the page by {moved} px"
-            # the control: the same swipe with Plotly's default dragmode zooms and does not scroll
-            page.evaluate("() => Plotly.relayout(document.querySelector('.js-plotly-plot'), {dragmode: 'zoom'})")
-            control = swipe()
-            assert control < 10, f"control (dragmode zoom) scrolled by {control} px: the swipe does not test the fix"
-        finally:
-            browser.close()
+        moved = swipe()
+        assert moved > 50, f"a swipe over the figure scrolled the page by {moved} px"
+        # the control: the same swipe with Plotly's default dragmode zooms and does not scroll
+        page.evaluate("() => Plotly.relayout(document.querySelector('.js-plotly-plot'), {dragmode: 'zoom'})")
+        control = swipe()
+        assert control < 10, f"control (dragmode zoom) scrolled by {control} px: the swipe does not test the fix"
 
 
-def test_no_plot_squashed_by_its_legend(book):
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280px", "412px"])
+def test_no_plot_squashed_by_its_legend(book, viewport):
     """A legend of many entries under a plot wraps into rows and Plotly takes their room
     from the plot: chapter 10's roofline (14 entries) kept an 88 px plot at 1280 px. The
     figure grows instead (_ext/static/book_figures.js, plotHeightLost): every plot area of
-    chapter 10 is at least 100 px tall at 1280 px and at 412 px."""
-    _need_browser()
-    from playwright.sync_api import sync_playwright
-
-    with serve(book.html) as base, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
-        try:
-            for viewport in (WIDE, NARROW):
-                page = browser.new_page(viewport=viewport)
-                page.goto(base + "book/10_hopper.html", wait_until="load")
-                page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length > 0 && "
-                                       "Array.from(document.querySelectorAll('.js-plotly-plot'))"
-                                       ".every(g => g._fullLayout && g.__bookFits)", timeout=60_000)
-                page.wait_for_timeout(3000)          # the fitting rounds after the first
-                plots = page.evaluate("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
-                                      ".map(g => [(g._fullLayout.title.text || '').split('<br>')[0], "
-                                      "Math.round(g._fullLayout._size.h)])")
-                low = [p for p in plots if p[1] < 100]
-                assert plots and not low, f"at {viewport['width']} px, plot areas under 100 px: {low}"
-                page.close()
-        finally:
-            browser.close()
+    chapter 10 is at least 100 px tall."""
+    with page_at(book, "book/10_hopper.html", viewport) as (page, _):
+        page.wait_for_function(FIGURES_DRAWN, timeout=60_000)
+        page.wait_for_timeout(3000)          # the fitting rounds after the first
+        plots = page.evaluate("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
+                              ".map(g => [(g._fullLayout.title.text || '').split('<br>')[0], "
+                              "Math.round(g._fullLayout._size.h)])")
+        low = [p for p in plots if p[1] < 100]
+        assert plots and not low, f"plot areas under 100 px: {low}"
 
 
 def test_printed_results_wrap_on_a_phone(book):
     """At 412 px a printed result (a stream output) wraps at the page's edge: none of the
     chapter 5 outputs scrolls sideways or is cut (book.css, _ext/book_offline.py)."""
-    _need_browser()
-    from playwright.sync_api import sync_playwright
-
-    with serve(book.html) as base, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport=NARROW)
-            page.goto(base + "book/05_register_tiling.html", wait_until="load")
-            cut = page.evaluate("() => Array.from(document.querySelectorAll('div.cell_output div.output.stream pre'))"
-                                ".filter(p => p.scrollWidth > p.clientWidth + 1)"
-                                ".map(p => p.textContent.trim().slice(0, 60))")
-            n = page.evaluate("() => document.querySelectorAll('div.cell_output div.output.stream pre').length")
-            assert n > 0 and not cut, f"{len(cut)} of {n} printed outputs run past the edge: {cut[:5]}"
-        finally:
-            browser.close()
+    with page_at(book, "book/05_register_tiling.html", NARROW) as (page, _):
+        pres = "document.querySelectorAll('div.cell_output div.output.stream pre')"
+        cut = page.evaluate(f"() => Array.from({pres}).filter(p => p.scrollWidth > p.clientWidth + 1)"
+                            ".map(p => p.textContent.trim().slice(0, 60))")
+        n = page.evaluate(f"() => {pres}.length")
+        assert n > 0 and not cut, f"{len(cut)} of {n} printed outputs run past the edge: {cut[:5]}"
 
 
 def test_first_paint_of_figure_pages_from_disk(book, request):
