@@ -43,6 +43,7 @@ figures/   every Plotly figure and every display
 models/    pure Python/NumPy models of what the kernels do (no runtime, no Plotly)
     raster               cdiv and the one block rasterisation; the operand panels a wave of blocks shares
     names                which model variant each kernel follows, as its chapter says (no catalog key here)
+    words                how a count is written in a sentence ("1 tile", "2 tiles"), for every layer
     occupancy            theoretical occupancy (Occupancy Calculator model)
     mapping              index schemes of heavens 1-2 (x-first, y-first, float4, k-major)
     tiles                owners, staging, reuse, lane layout of heavens 3-5

@@ -6,6 +6,7 @@ import pytest
 
 from helpers.chapters import ch09_any_shape as ch
 from helpers.models import anyshape as model
+from helpers.models.words import counted
 from helpers.runtime import catalog, gpu, results
 
 
@@ -173,7 +174,7 @@ def test_reduction_bounds_split_rows_at_the_limit():
 
 def test_plan_reasons_count_in_proper_plurals():
     """"1 k-tile", "1 tile", never "1 k-tile(s)" or "1 tiles"."""
-    assert model.counted(1, "k-tile") == "1 k-tile" and model.counted(2, "tile") == "2 tiles"
+    assert counted(1, "k-tile") == "1 k-tile" and counted(2, "tile") == "2 tiles"
     why = model.plan(1, 1, 1, aligned=False, sms=132).reason
     assert "1 k-tile in one wave" in why and "1 tile = " in why and "(s)" not in why
     assert "512 tiles = " in model.plan(4096, 4096, 4096, aligned=True, sms=132).reason

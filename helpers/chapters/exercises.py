@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from helpers.figures import exercise as ex_fig, style
 from helpers.models import banks
-from helpers.models.anyshape import counted
+from helpers.models.words import counted
 from helpers.models import exercise as model
 from helpers.runtime import catalog, gpu, launch, results
 from helpers.runtime import exercise as rt

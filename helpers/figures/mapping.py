@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from helpers.models.anyshape import counted
+from helpers.models.words import counted
 from helpers.models.mapping import _threads_of, owner, warp_loads
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from helpers.models import anyshape, pipeline
+from helpers.models.words import counted
 from helpers.runtime import catalog
 
 from .style import GROUP_COLORS, SELECTED
@@ -112,7 +113,7 @@ def pipeline_timeline_figure(key: str, p: dict | None = None, k_tiles: int | Non
         shapes=lines,
         annotations=[dict(x=-0.5, y=1, xref="x", yref="paper", yanchor="bottom", text="prologue", showarrow=False,
                           font=dict(size=11))],
-        title=dict(text=(f"{key}, STAGES = {S}: which k-tile each shared-memory stage holds, {anyshape.counted(KT, 'k-tile')}"
+        title=dict(text=(f"{key}, STAGES = {S}: which k-tile each shared-memory stage holds, {counted(KT, 'k-tile')}"
                          f"<br><sup>hatched: copies in flight; solid: read by the math; ◆ cp.async.wait_group "
                          f"{S - 2} + __syncthreads(); one unit: one iteration ({steps}, {how}); "
                          f"{SCHEDULE_NOTE}</sup>"),
@@ -185,7 +186,7 @@ def _bands(w: dict, sms: int) -> dict:
 
 
 def _partition_title(w: dict, M, N, K, sms, cfg) -> str:
-    n, KT, c = w["tiles"], w["k_tiles"], anyshape.counted
+    n, KT, c = w["tiles"], w["k_tiles"], counted
     segs = w["segments"]
     head = f"{M} x {N} x {K}: {c(n, 'tile')} of {cfg['BM']} x {cfg['BN']} x {c(KT, 'k-tile')} of BK = {cfg['BK']}"
     if w["schedule"] == "dp":

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .raster import cdiv, tile_of_block
+from .words import counted
 
 CFG = {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 8}   # heaven 7's tile
 HOPPER_CFG = {**CFG, "BK": 64}   # chapter 10's tile (128 x 256, one 64-wide swizzle atom of K per k-tile)
@@ -66,11 +67,6 @@ MIN_TILE_USE = 0.75         # padding and chapter 10's 128 x 256 tiles: used fra
 def tile_use(M: int, N: int, cfg: dict = CFG) -> float:
     """Fraction of the tiles' area inside the M x N result: M*N / (tiles * BM * BN)."""
     return M * N / (tiles(M, N, cfg) * cfg["BM"] * cfg["BN"])
-
-
-def counted(n: int, word: str) -> str:
-    """``n`` and ``word``, plural unless ``n`` is 1: "1 k-tile", "2 k-tiles", "1 tile"."""
-    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def tiles(M: int, N: int, cfg: dict = CFG) -> int:

@@ -36,6 +36,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from helpers.models.words import counted
+
 from . import results
 
 
@@ -220,9 +222,9 @@ def command_summary(cmd: str) -> str:
     count = next((a for w, a in zip(words, after) if w == "--launch-count"), None)
     what = []
     if sections:
-        what.append(f"{len(sections)} section" + ("" if len(sections) == 1 else "s") + f" ({', '.join(sections)})")
+        what.append(counted(len(sections), "section") + f" ({', '.join(sections)})")
     if metrics:
-        what.append(f"{metrics} {'extra ' if sections else ''}metric" + ("" if metrics == 1 else "s"))
+        what.append(counted(metrics, "extra metric" if sections else "metric"))
     out = "ncu" + (", collecting " + " and ".join(what) if what else "")
     if count:
         out += " from one launch" if count == "1" else f" from the first {count} launches"
