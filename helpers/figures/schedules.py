@@ -27,11 +27,20 @@ from .style import GROUP_COLORS, SELECTED
 
 SCHEDULE_NOTE = "a model of the kernel's order of copies, waits and barriers, not a timing"
 ZERO_FILL = "#9a9a9a"
+HATCH_INK = "#1a1a1a"       # the k-tile number on a hatched bar
 
 
 def stage_color(stage: int) -> str:
     """The colour of shared-memory stage ``stage`` in every timeline of the book."""
     return GROUP_COLORS[stage % len(GROUP_COLORS)]
+
+
+def ink_on(color: str) -> str:
+    """Dark or white text, whichever contrasts more with the hex colour ``color`` (WCAG 2.x
+    relative luminance and contrast ratio; the two contrasts are equal near luminance 0.2)."""
+    r, g, b = (int(color[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
+    return HATCH_INK if 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2] > 0.2 else "white"
 
 
 def stage_bar(rows: list, start: list, end: list, text: list, color, custom: list, hover: str,
@@ -40,13 +49,18 @@ def stage_bar(rows: list, start: list, end: list, text: list, color, custom: lis
     ``end``, numbered ``text`` (the k-tile) inside, in ``color`` (one, or one per bar) with a
     white edge; ``pattern``: a fill pattern per bar ("/" for copies in flight, "" for solid)."""
     marker = dict(color=color, line=dict(width=1, color="white"))
+    # a hatched bar reads as a pale one whatever its colour: its k-tile number in dark ink
+    # (Plotly's automatic contrast goes by the bar's colour and writes white on the pale hatch)
+    colors = color if isinstance(color, list) else [color] * len(rows)
+    hatched = pattern if pattern is not None else [""] * len(rows)
+    font = dict(color=[HATCH_INK if h else ink_on(c) for h, c in zip(hatched, colors)], size=12)
     if pattern is not None:
         # "replace": each bar's colour is the pattern's background (Plotly's default
         # "overlay" takes a list of bar colours for one colour and warns)
         marker["pattern"] = dict(shape=pattern, fgcolor="white", fgopacity=0.55, size=6, solidity=0.35,
                                  fillmode="replace")
     return go.Bar(y=rows, x=[e - s for s, e in zip(start, end)], base=start, orientation="h", name=name,
-                  marker=marker, text=text, textposition="inside", insidetextanchor="middle",
+                  marker=marker, text=text, textposition="inside", insidetextanchor="middle", insidetextfont=font,
                   customdata=custom, hovertemplate=hover + "<extra></extra>")
 
 
