@@ -37,5 +37,8 @@ def bar(recs: list, title: str):
                            hoverinfo="x+y+text"))
     fig.update_layout(title=dict(text=f"{title}<br><sup>{where(recs)}</sup>", x=0.01),
                       yaxis=dict(title=f"fraction of {ref} (same run)", rangemode="tozero"),
-                      height=380, margin=dict(l=60, r=20, t=70, b=40))
+                      height=380, margin=dict(l=60, r=20, t=70, b=40),
+                      # a value that does not fit above its bar at 9 px is left to the hover and
+                      # the table beside the chart (Plotly would shrink it to 4-5 px on a phone)
+                      uniformtext=dict(minsize=9, mode="hide"))
     return fig
