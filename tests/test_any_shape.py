@@ -48,7 +48,10 @@ def test_plans_name_their_strategy_and_reason():
     assert gemv.schedule == "splitk" and gemv.reduction == "fused"
     assert model.fused_is_cheaper(1, 5632, 6) and not model.fused_is_cheaper(512, 512, 16)
     # the measured row limit: a 128-row tile never takes the one-launch sum, whatever the bandwidth test says
-    assert model.fused_is_cheaper(16, 4096, 8) and not model.fused_is_cheaper(model.FUSED_MAX_M + 1, 4096, 8)
+    assert model.fused_is_cheaper(16, 4096, 8) and not model.fused_is_cheaper(model.FUSED_MAX_M["mma.sync"] + 1, 4096, 8)
+    # per loop: 16 rows sum in one launch on heaven 7's loop, not on chapter 10's (the control's 0.94)
+    assert model.fused_is_cheaper(1, 4096, 8, model.HOPPER_CFG) and not model.fused_is_cheaper(16, 4096, 8, model.HOPPER_CFG)
+    assert model.loop_of(model.HOPPER_CFG) == "wgmma" and model.loop_of(model.CFG) == "mma.sync"
     assert not model.fused_is_cheaper(128, 5632, 6) and not model.fused_is_cheaper(128, 5632, 6, model.HOPPER_CFG)
     tiny = model.plan(1, 5632, 2048, aligned=True, sms=132, hopper=True)   # the Hopper split, one launch too
     assert (tiny.operands, tiny.schedule, tiny.reduction) == ("hopper", "splitk", "fused")
@@ -164,12 +167,17 @@ def test_reduction_bounds_split_rows_at_the_limit():
     """The glue of chapter 9's reduction control groups rows by the model's row limit, and a
     record without one of the groups is refused, not quoted as a range of nothing."""
     from helpers.chapters import prose_ch09
-    row = lambda M, q, eq=True: {"M": M, "one-launch speed / two-pass": q, "bit-equal": eq}   # noqa: E731
-    b = prose_ch09.reduction_bounds([row(1, 1.2), row(16, 0.97), row(128, 0.44), row(1024, 0.7, False)])
-    assert (b["small_lo"], b["small_hi"], b["large_lo"], b["large_hi"]) == (0.97, 1.2, 0.44, 0.7)
+    row = lambda M, q, eq=True, loop="mma.sync": {"M": M, "loop": loop, "one-launch speed / two-pass": q,   # noqa: E731
+                                                  "bit-equal": eq}
+    b = prose_ch09.reduction_bounds([row(1, 1.2), row(16, 0.97), row(128, 0.44), row(1024, 0.7, False),
+                                     row(16, 0.9, loop="wgmma")])     # 16 rows are over the wgmma loop's limit
+    assert (b["small_lo"], b["small_hi"], b["large_lo"], b["large_hi"]) == (0.97, 1.2, 0.44, 0.9)
     assert b["all_equal"] is False
     with pytest.raises(KeyError, match="rows"):
         prose_ch09.reduction_bounds([row(1, 1.2)])
+    with pytest.raises(KeyError, match="loop='tcgen05'"):
+        prose_ch09.reduction_bounds([row(1, 1.2, loop="tcgen05")])
+    assert prose_ch09.fused_limits_text() == "16 rows on heaven 7's mma.sync loop and 1 row on chapter 10's wgmma loop"
 
 
 def test_plan_reasons_count_in_proper_plurals():
