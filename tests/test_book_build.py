@@ -671,9 +671,11 @@ def _figure_pages(book: Build, request) -> list[str]:
 
 
 @contextlib.contextmanager
-def page_at(book, rel: str, viewport: dict, touch: bool = False):
+def page_at(book, rel: str, viewport: dict, touch: bool = False, init_script: str | None = None,
+            dark: bool = False):
     """A Chromium page of the built ``book`` at ``rel`` (served over HTTP), ``viewport``
-    wide, a phone's touch screen with ``touch``; yields (page, context), closed after."""
+    wide, a phone's touch screen with ``touch``, ``init_script`` run before the page's own,
+    the reader's system set to dark with ``dark``; yields (page, context), closed after."""
     _need_browser()
     from playwright.sync_api import sync_playwright
 
@@ -681,7 +683,10 @@ def page_at(book, rel: str, viewport: dict, touch: bool = False):
         browser = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
         try:
             ctx = browser.new_context(viewport=viewport, service_workers="block",
+                                      color_scheme="dark" if dark else "light",
                                       **({"has_touch": True, "is_mobile": True} if touch else {}))
+            if init_script:
+                ctx.add_init_script(init_script)
             page = ctx.new_page()
             page.goto(base + rel, wait_until="load")
             yield page, ctx
@@ -981,3 +986,108 @@ def test_figure_text_check_catches_a_planted_overlap(tmp_path):
     good = figure_text_defects(page("good.html", [dict(note, x=0.5, y=0.5), dict(note, x=0.5, y=0.2)]),
                                {"width": 600, "height": 400}, settle_ms=200)
     assert good == [], good
+
+
+# ------------------------------------------------------------ names on axes
+# Each figure's layout as its page first drew it, kept before book_figures.js changes it:
+# Plotly.relayout is wrapped as soon as plotly.min.js sets window.Plotly.
+KEEP_FIRST_LAYOUT_JS = """(() => { let P;
+  Object.defineProperty(window, 'Plotly', {configurable: true, get: () => P, set: v => {
+    P = v;
+    if (v && v.relayout && !v.relayout.__kept) {
+      const relayout = v.relayout;
+      v.relayout = function (gd) {
+        const g = typeof gd === 'string' ? document.getElementById(gd) : gd;
+        if (g && g.layout && !g.__firstLayout) g.__firstLayout = JSON.parse(JSON.stringify(g.layout));
+        return relayout.apply(this, arguments);
+      };
+      v.relayout.__kept = true;
+    }
+  }});
+})();"""
+# Names on an axis (a category axis, or listed ticks whose labels are not all numbers),
+# from the figure's data and its first layout: each must be drawn, none may overlap
+# another text of its figure or another panel, none may be under 9 px.
+AXIS_NAMES_JS = r"""() => {
+  const NUMBER = /^[\s\u2212+-]*(\d[\d,]*\.?\d*|\.\d+)(e[\u2212+-]?\d+)?\s*[kMGTP%\u00d7x]?\s*$/i;
+  const plain = s => String(s).replace(/<br\s*\/?>/gi, ' ').replace(/<[^>]*>/g, '').replace(/&[#\w]+;/g, 'x')
+    .replace(/\s+/g, '');
+  const hit = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 &&
+                        Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
+  const out = [];
+  document.querySelectorAll('.js-plotly-plot').forEach((gd, gi) => {
+    const fl = gd._fullLayout, first = gd.__firstLayout || gd.layout;
+    const fig = gi + ': ' + ((fl.title && fl.title.text) || '').split('<br>')[0].slice(0, 50);
+    const box = gd.getBoundingClientRect();
+    const names = Object.keys(fl).filter(k => /^[xy]axis\d*$/.test(k));
+    const panels = names.filter(n => n[0] === 'x' && fl[n].anchor && fl['yaxis' + fl[n].anchor.slice(1)])
+      .map(n => { const xa = fl[n], ya = fl['yaxis' + xa.anchor.slice(1)];
+        return {x: xa._id, y: ya._id, left: box.left + xa._offset, right: box.left + xa._offset + xa._length,
+                top: box.top + ya._offset, bottom: box.top + ya._offset + ya._length}; });
+    const texts = Array.from(gd.querySelectorAll('svg text')).filter(t => !t.closest('.hoverlayer') &&
+      t.textContent.trim() && getComputedStyle(t).display !== 'none');
+    names.forEach(n => {
+      const ax = fl[n], lay = first[n] || {};
+      if (!ax || ax.visible === false || ax.showticklabels === false || !ax.range) return;
+      const lo = Math.min(ax.range[0], ax.range[1]), hi = Math.max(ax.range[0], ax.range[1]);
+      let want;
+      if (lay.tickmode === 'array' && Array.isArray(lay.tickvals)) {
+        const tt = Array.isArray(lay.ticktext) ? lay.ticktext : lay.tickvals.map(String);
+        if (!tt.some(t => t !== '' && t != null && !NUMBER.test(plain(t)))) return;     // a scale
+        want = lay.tickvals.map((v, i) => [ax.d2l(v), tt[i]])
+          .filter(p => p[0] >= lo - 1e-9 && p[0] <= hi + 1e-9 && p[1] !== '' && p[1] != null).map(p => plain(p[1]));
+      } else if (ax.type === 'category' || ax.type === 'multicategory') {
+        want = (ax._categories || []).filter((c, i) => i >= lo && i <= hi).map(plain);
+      } else return;
+      const labels = Array.from(gd.querySelectorAll('.' + ax._id + 'tick text')).filter(t => texts.includes(t));
+      const drawn = labels.map(t => plain(t.textContent));
+      const missing = want.filter(w => !drawn.includes(w));
+      if (missing.length) out.push(`${fig}: ${n}: ${missing.length} of ${want.length} names not drawn (${missing.slice(0, 3).join(', ')})`);
+      labels.forEach((t, i) => {
+        const px = parseFloat(getComputedStyle(t).fontSize);
+        if (px < 8.95) out.push(`${fig}: ${n}: ${drawn[i]} set in ${px} px`);
+        const r = t.getBoundingClientRect();
+        texts.forEach(o => { if (o !== t && !o.contains(t) && !t.contains(o) && (labels.indexOf(o) > i || labels.indexOf(o) < 0) &&
+                                 hit(r, o.getBoundingClientRect())) out.push(`${fig}: ${n}: ${drawn[i]} overlaps ${o.textContent.trim().slice(0, 30)}`); });
+        panels.forEach(p => { if (p.x !== ax._id && p.y !== ax._id && hit(r, p))
+          out.push(`${fig}: ${n}: ${drawn[i]} lies over the panel ${p.x}${p.y}`); });
+      });
+    });
+  });
+  return out;
+}"""
+# (page, why): the figures whose names were lost or piled up
+AXIS_NAME_PAGES = (("book/07_mma_sync.html", "the rung chart"), ("book/10_hopper.html", "the Hopper ladder"),
+                   ("book/09_any_shape.html", "the shape zoo's heatmap columns"))
+
+
+def settle_figures(page, timeout_s: float = 15.0):
+    """Wait until every figure is drawn and book_figures.js has stopped changing them
+    (the figures' heights, margins and tick fonts the same over 0.6 s)."""
+    page.wait_for_function(FIGURES_DRAWN, timeout=60_000)
+    sig = ("() => JSON.stringify(Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => "
+           "[g._fullLayout.height, g._fullLayout.margin, Array.from(g.querySelectorAll('.xtick text, .ytick text'))"
+           ".map(t => t.style.fontSize + t.getAttribute('transform')).join()]))")
+    last, t0 = None, time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        page.wait_for_timeout(600)
+        now = page.evaluate(sig)
+        if now == last:
+            return
+        last = now
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280px", "412px"])
+def test_names_on_axes_are_all_drawn(book, viewport):
+    """Names along an axis (a bar's rung, a heatmap's column or row) are never thinned
+    away: on chapter 7's rung chart, chapter 10's Hopper ladder and chapter 9's shape-zoo
+    heatmaps (and every other figure of those pages), each name in the figure's data is
+    drawn, overlaps no other text and no other panel, and is at least 9 px
+    (:data:`AXIS_NAMES_JS`; _ext/static/book_figures.js turns, shrinks, joins lines or
+    gives room, and thins numbers only)."""
+    bad = []
+    for rel, what in AXIS_NAME_PAGES:
+        with page_at(book, rel, viewport, init_script=KEEP_FIRST_LAYOUT_JS) as (page, _):
+            settle_figures(page)
+            bad += [f"{rel} ({what}, or another figure of it): {d}" for d in page.evaluate(AXIS_NAMES_JS)]
+    assert not bad, f"{len(bad)} problems with names on axes:\n" + "\n".join(bad[:60])

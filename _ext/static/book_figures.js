@@ -12,8 +12,9 @@
  * slider sets is wrapped when the slider sets it. Reference lines drawn in a dark ink
  * take the theme's colour.
  *
- * Fit (measured once the figure is drawn, at any width, a few rounds at most): tick
- * labels that overlap are thinned, a legend or a slider under the plot moves below the
+ * Fit (measured once the figure is drawn, at any width, a few rounds at most): numeric
+ * tick labels that overlap are thinned, names on an axis (categories) are turned, set
+ * smaller or given room but never left out, a legend or a slider under the plot moves below the
  * x tick labels and axis titles, text past an edge gets margin, overlapping notes move
  * apart, heatmap numbers too big for their cells are set smaller or left to the hover, a legend
  * entry wider than the figure is set in a smaller font. Every change is
@@ -349,7 +350,9 @@
     var tb = t.getBoundingClientRect();
     if (!tb.height) return {};
     var box = gd.getBoundingClientRect(), plotTop = box.top + fl._size.t, top = plotTop;
-    gd.querySelectorAll(".legend, .infolayer .annotation, .updatemenu-header-group").forEach(function (e) {
+    // (and the tick labels of an x axis along the top, turned upwards)
+    var above = ".legend, .infolayer .annotation, .updatemenu-header-group, .xaxislayer-above text";
+    gd.querySelectorAll(above).forEach(function (e) {
       var r = e.getBoundingClientRect();
       if (r.height && r.top < plotTop) top = Math.min(top, r.top);
     });
@@ -368,12 +371,50 @@
   }
 
   /* Tick labels of one axis that overlap (dense ticks on a short equal-aspect panel, a
-   * narrow screen): measured, the axis gets fewer ticks (auto ticks: nticks halved;
-   * listed ticks: every other one kept). */
+   * narrow screen), measured, one step per measuring round:
+   * - numbers on a scale (auto ticks of a linear, log or date axis; listed ticks whose
+   *   labels are all numbers): fewer ticks (auto ticks: nticks halved; listed ticks: every
+   *   other one kept), the scale still reads;
+   * - names (categories: a bar's rung, a heatmap's column or row; listed ticks with words):
+   *   none is ever left out, a bar without its name is anonymous. Along x they turn to
+   *   read upwards (tickangle -90), set smaller to fit the room per label (not below
+   *   MIN_FONT px), then their lines are joined into one; along y they are set smaller,
+   *   then the figure grows until each row has room for its label. Rotated labels reach
+   *   lower: Plotly's automargin (or edgeUpdate) widens the bottom margin, and
+   *   plotHeightLost gives the plot back its height. */
+  var MIN_FONT = 9;
+  var NUMBER = /^[\s\u2212+-]*(\d[\d,]*\.?\d*|\.\d+)(e[\u2212+-]?\d+)?\s*[kMGTP%\u00d7x]?\s*$/i;
+
   function boxesOverlap(a, b) {
     var w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
     var h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
     return w > 1 && h > 1;
+  }
+
+  function plainText(s) { return String(s).replace(/<[^>]*>/g, " ").replace(/&[#\w]+;/g, "x").trim(); }
+
+  function namesAxis(gd, n, ax) {
+    if (ax.type === "category" || ax.type === "multicategory") return true;
+    var lay = gd.layout[n] || {};
+    return lay.tickmode === "array" && Array.isArray(lay.ticktext) &&
+      lay.ticktext.some(function (t) { return t !== "" && !NUMBER.test(plainText(t)); });
+  }
+
+  function tickFontSize(gd, ax) {
+    return (ax.tickfont && ax.tickfont.size) || (gd._fullLayout.font && gd._fullLayout.font.size) || 12;
+  }
+
+  /* The axis's labels written on one line each: listed ticks keep their values, a
+   * category axis lists its categories. */
+  function oneLine(gd, n, ax, u) {
+    var lay = gd.layout[n] || {}, join = function (t) { return String(t).replace(/<br\s*\/?>/gi, " "); };
+    if (lay.tickmode === "array" && Array.isArray(lay.tickvals)) {
+      u[n + ".ticktext"] = (Array.isArray(lay.ticktext) ? lay.ticktext : lay.tickvals).map(join);
+    } else if (ax._categories && ax._categories.length) {
+      u[n + ".tickmode"] = "array";
+      u[n + ".tickvals"] = ax._categories.slice();
+      u[n + ".ticktext"] = ax._categories.map(join);
+    }
   }
 
   function tickUpdate(gd) {
@@ -381,33 +422,136 @@
     axisNames(gd).forEach(function (n) {
       var ax = fl[n];
       if (!ax || !ax._id || ax.showticklabels === false) return;
-      var boxes = [];
+      var labels = [];
       gd.querySelectorAll("." + ax._id + "tick text").forEach(function (t) {
         var r = t.getBoundingClientRect();
-        if (r.width && r.height && t.textContent.trim()) boxes.push(r);
+        if (r.width && r.height && t.textContent.trim())
+          labels.push({r: r, lines: t.querySelectorAll("tspan.line").length || 1});
       });
+      var boxes = labels.map(function (l) { return l.r; });
+      var lay = gd.layout[n] || {};
+      // Plotly itself writes every other category (or fewer) where it judges them crowded:
+      // a names axis asks for one tick per category, then the steps below make them fit
+      if ((ax.type === "category" || ax.type === "multicategory") && lay.tickmode !== "array" &&
+          !(lay.tickmode === "linear" && lay.dtick === 1)) {
+        var r = (ax.range || [0, 0]).slice().sort(function (a, b) { return a - b; });
+        var inRange = (ax._categories || []).filter(function (c, k) { return k >= r[0] && k <= r[1]; }).length;
+        if (labels.length < inRange) {
+          u[n + ".tickmode"] = "linear";
+          u[n + ".tick0"] = 0;
+          u[n + ".dtick"] = 1;
+          return;
+        }
+      }
       var hit = false;
       for (var i = 0; i < boxes.length && !hit; i++)
         for (var j = i + 1; j < boxes.length && !hit; j++) if (boxesOverlap(boxes[i], boxes[j])) hit = true;
       if (!hit || boxes.length < 2) return;
-      var lay = gd.layout[n] || {};
-      // categories along x are turned to read upwards before any is left out (a bar chart of
-      // three rungs must keep all three names); only labels that still overlap are thinned
-      var turned = typeof lay.tickangle === "number" && Math.abs(lay.tickangle) >= 45;
-      var grid = (gd.data || []).some(function (t) { return t.type === "heatmap"; });
-      if (ax.type === "category" && n.charAt(0) === "x" && ax.side !== "top" && !grid && !turned &&
-          boxes.length <= 24) {
-        u[n + ".tickangle"] = -60;
+      if (!namesAxis(gd, n, ax)) {
+        if (lay.tickmode === "array" && Array.isArray(lay.tickvals)) {
+          var keep = function (v, k) { return k % 2 === 0; };
+          u[n + ".tickvals"] = lay.tickvals.filter(keep);
+          if (Array.isArray(lay.ticktext)) u[n + ".ticktext"] = lay.ticktext.filter(keep);
+        } else {
+          u[n + ".nticks"] = Math.max(1, Math.floor(boxes.length / 2));
+        }
         return;
       }
-      if (lay.tickmode === "array" && Array.isArray(lay.tickvals)) {
-        var keep = function (v, k) { return k % 2 === 0; };
-        u[n + ".tickvals"] = lay.tickvals.filter(keep);
-        if (Array.isArray(lay.ticktext)) u[n + ".ticktext"] = lay.ticktext.filter(keep);
-      } else {
-        u[n + ".nticks"] = Math.max(1, Math.floor(boxes.length / 2));
+      // names: the room per label is the distance between neighbouring label centres
+      var along = n.charAt(0) === "x";
+      var centres = boxes.map(function (r) { return along ? (r.left + r.right) / 2 : (r.top + r.bottom) / 2; })
+        .sort(function (a, b) { return a - b; });
+      var step = Infinity;
+      for (var k = 1; k < centres.length; k++) if (centres[k] - centres[k - 1] > 0.5) step = Math.min(step, centres[k] - centres[k - 1]);
+      if (!isFinite(step)) return;
+      var fs = tickFontSize(gd, ax), lines = Math.max.apply(null, labels.map(function (l) { return l.lines; }));
+      var fit = function (extent) {      // the font size at which labels `extent` px across fit the room
+        var s = Math.max(MIN_FONT, Math.floor(fs * (step - 2) / extent * 10) / 10);
+        return s < fs ? s : null;
+      };
+      if (along) {
+        var turned = typeof lay.tickangle === "number" && Math.abs(Math.abs(lay.tickangle) - 90) < 1;
+        if (!turned) {
+          u[n + ".tickangle"] = -90;
+          var s0 = fit(lines * fs * 1.3);
+          if (s0) u[n + ".tickfont.size"] = s0;
+          return;
+        }
+        var across = Math.max.apply(null, boxes.map(function (r) { return r.width; }));
+        var s1 = fit(across);
+        if (s1) { u[n + ".tickfont.size"] = s1; return; }
+        if (lines > 1) {
+          oneLine(gd, n, ax, u);
+        }
+        return;                          // 9 px on one line and still no room: all are kept
+      }
+      var tall = Math.max.apply(null, boxes.map(function (r) { return r.height; }));
+      var s3 = fit(tall);
+      if (s3) { u[n + ".tickfont.size"] = s3; return; }
+      // the smallest type does not fit the rows: the figure grows (at most threefold per
+      // round), unless the rows keep their aspect (a heatmap's square cells, as wide as the
+      // screen allows: a taller figure gives them no room); then their lines are joined
+      var tied = ax.scaleanchor || axisNames(gd).some(function (m) { return fl[m].scaleanchor === ax._id; });
+      if (!tied && fl._size && fl._size.h && fl.height) {
+        var grown = Math.min(3, (tall + 3) / step);
+        if (grown > 1.01) u.height = Math.ceil((u.height || fl.height) + fl._size.h * (grown - 1));
+      } else if (lines > 1) {
+        oneLine(gd, n, ax, u);
       }
     });
+    return u;
+  }
+
+  /* Tick labels of an x axis along the top of a lower panel, turned upwards, reach into
+   * the panel above (the second heatmap of chapter 9's end-to-end figure): the gap between
+   * the panels opens by the overlap, the figure taller by as much, every panel, note and
+   * legend above the gap moved up with it and each panel as tall as it was. */
+  function gapUpdate(gd) {
+    var fl = gd._fullLayout, u = {}, H = fl._size && fl._size.h;
+    if (!H || !fl.height) return u;
+    var box = gd.getBoundingClientRect(), need = 0, cut = null;
+    var panels = axisNames(gd).filter(function (n) { return n[0] === "x"; }).map(function (n) {
+      var xa = fl[n], ya = xa && xa.anchor && fl["yaxis" + xa.anchor.slice(1)];
+      if (!ya || !ya._id || ya._length === undefined) return null;
+      return {x: xa, y: ya, name: n, top: box.top + ya._offset, bottom: box.top + ya._offset + ya._length,
+              left: box.left + xa._offset, right: box.left + xa._offset + xa._length};
+    }).filter(Boolean);
+    panels.forEach(function (p) {
+      if (p.x.side !== "top" || p.x.showticklabels === false) return;
+      var top = Infinity;
+      gd.querySelectorAll("." + p.x._id + "tick text").forEach(function (t) {
+        var r = t.getBoundingClientRect();
+        if (r.height && t.textContent.trim()) top = Math.min(top, r.top);
+      });
+      if (!isFinite(top)) return;
+      panels.forEach(function (q) {
+        if (q === p || q.bottom > p.top + 1 || q.right <= p.left || q.left >= p.right) return;
+        var d = q.bottom + 4 - top;
+        if (d > 1 && d > need) {
+          need = d;
+          var dom = (gd.layout[p.y._name] || {}).domain || p.y.domain;
+          cut = dom[1];
+        }
+      });
+    });
+    if (!need || cut === null) return u;
+    need = Math.ceil(need);
+    var H2 = H + need;
+    var move = function (v) { return v > cut + 1e-6 ? (v * H + need) / H2 : v * H / H2; };
+    axisNames(gd).forEach(function (n) {
+      if (n[0] !== "y") return;
+      var dom = (gd.layout[n] || {}).domain || fl[n].domain;
+      if (dom) u[n + ".domain"] = [move(dom[0]), move(dom[1])];
+    });
+    (gd.layout.annotations || []).forEach(function (a, i) {
+      if (a.yref === "paper" && typeof a.y === "number") u["annotations[" + i + "].y"] = move(a.y);
+    });
+    (gd.layout.shapes || []).forEach(function (sh, i) {
+      if (sh.yref !== "paper") return;
+      ["y0", "y1"].forEach(function (k) { if (typeof sh[k] === "number") u["shapes[" + i + "]." + k] = move(sh[k]); });
+    });
+    if (fl.showlegend && fl.legend && typeof fl.legend.y === "number") u["legend.y"] = move(fl.legend.y);
+    u.height = Math.ceil(fl.height + need);
     return u;
   }
 
@@ -559,7 +703,11 @@
     if (u.height && v.height) v.height += u.height - gd._fullLayout.height;
     Object.assign(u, v);
     if (gd.__bookFits <= 6) {
-      Object.assign(u, tickUpdate(gd));
+      var t = tickUpdate(gd);
+      if (u.height && t.height) t.height += u.height - gd._fullLayout.height;
+      // (the gap between panels opens once the other heights of this round are settled)
+      if (!Object.keys(t).length && !u.height) t = gapUpdate(gd);
+      Object.assign(u, t);
       var e = edgeUpdate(gd);
       if (u.height && e.height) e.height += u.height - gd._fullLayout.height;
       Object.assign(u, e);
