@@ -1091,3 +1091,32 @@ def test_names_on_axes_are_all_drawn(book, viewport):
             settle_figures(page)
             bad += [f"{rel} ({what}, or another figure of it): {d}" for d in page.evaluate(AXIS_NAMES_JS)]
     assert not bad, f"{len(bad)} problems with names on axes:\n" + "\n".join(bad[:60])
+
+
+# --------------------------------------------------------- the phone's drawer
+# Visible elements of the open drawer whose own text is the book's title (the deepest
+# element that holds it: a link's <p>, not the link and the <p> both).
+TITLE_IN_DRAWER_JS = """(title) => {
+  const norm = s => s.replace(/\\s+/g, ' ').trim().toLowerCase();
+  const m = document.querySelector('#pst-primary-sidebar-modal');
+  const shown = e => e.getClientRects().length && getComputedStyle(e).visibility !== 'hidden';
+  return Array.from(m.querySelectorAll('*')).filter(e => shown(e) && norm(e.textContent) === norm(title) &&
+      !Array.from(e.children).some(c => norm(c.textContent) === norm(title)))
+    .map(e => e.tagName.toLowerCase() + '.' + (e.className || '') + ' in .' + (e.parentElement.className || '')); }"""
+
+
+def test_phone_drawer_lists_the_title_once(book):
+    """At 412 px on a touch screen the drawer that the sidebar button opens shows the
+    book's title once (the title heading the drawer; no toc entry of the same name under
+    it: ``home_page_in_navbar: false`` in _config.yml), on a chapter and on the landing page."""
+    title = yaml.safe_load((REPO / "_config.yml").read_text())["title"]
+    bad = []
+    for rel in ("book/03_smem_tiling.html", "book/intro.html"):
+        with page_at(book, rel, NARROW, touch=True) as (page, _):
+            page.wait_for_function("() => document.readyState === 'complete'", timeout=15_000)
+            page.locator(".bd-header-article .primary-toggle").tap()
+            page.wait_for_function("() => document.querySelector('#pst-primary-sidebar-modal').open", timeout=15_000)
+            found = page.evaluate(TITLE_IN_DRAWER_JS, title)
+            if len(found) != 1:
+                bad.append(f"{rel}: the title {title!r} {len(found)} times in the drawer: {found}")
+    assert not bad, "\n".join(bad)
