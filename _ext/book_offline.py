@@ -30,7 +30,10 @@ Navigation
 Tables
     ``book_tables.js`` (every page): below 600 px a table wider than its column is drawn
     as cards, one block per row with each cell after its column's header (``book.css``,
-    ``table.book-cards``), instead of words broken to one letter per line.
+    ``table.book-cards``), instead of words broken to one letter per line. A table of more
+    than 12 rows is not: it scrolls in a box at most 70 % of the screen high (down, and
+    sideways where it is wider than the screen), its header row and first column held in
+    place (``.book-scrollbox``, ``table.book-long``, ``table.book-wide``).
 
 Dark mode
     ``html_context.default_mode`` is ``auto`` (``_config.yml``): the page follows the
@@ -193,7 +196,35 @@ _BOOK_CSS_TEXT = ("code.literal, code.literal span.pre { white-space: normal; ov
                   ".bd-content table.book-cards td { border: none; display: flex; justify-content: space-between; "
                   "gap: 0.6rem; text-align: right !important; padding: 0.05rem 0; } "
                   ".bd-content table.book-cards td::before { content: attr(data-label); font-weight: 600; "
-                  "text-align: left; flex: 0 0 auto; max-width: 55%; } }\n")
+                  "text-align: left; flex: 0 0 auto; max-width: 55%; } }\n"
+                  # a long table on a phone (book_tables.js marks it): a box that scrolls down
+                  # (and sideways), its header row and first column held in place, on opaque
+                  # backgrounds
+                  ".bd-content .book-scrollbox { max-height: 70vh; overflow: auto; "
+                  "-webkit-overflow-scrolling: touch; "
+                  "border: 1px solid var(--pst-color-border, #ccc); border-radius: 4px; }\n"
+                  ".bd-content .book-scrollbox table.book-long { margin: 0; border-collapse: separate; "
+                  "border-spacing: 0; }\n"
+                  # a wide one: each column as wide as its content (no word broken to fit the
+                  # screen), a long name wrapped at 10rem in the first column, 16rem elsewhere
+                  ".bd-content .book-scrollbox table.book-wide { width: max-content; min-width: 100%; }\n"
+                  ".bd-content table.book-wide th > *, .bd-content table.book-wide td > * { max-width: 16rem; }\n"
+                  ".bd-content table.book-wide th:first-child > *, .bd-content table.book-wide td:first-child > * "
+                  "{ max-width: 10rem; }\n"
+                  ".bd-content table.book-long thead th { position: sticky; top: 0; z-index: 2; "
+                  "background-color: var(--pst-color-table-heading-bg, var(--pst-color-surface)); "
+                  "box-shadow: inset 0 -1px 0 var(--pst-color-border, #ccc); }\n"
+                  ".bd-content table.book-long tbody td:first-child { position: sticky; left: 0; z-index: 1; "
+                  "background-color: inherit; box-shadow: inset -1px 0 0 var(--pst-color-border, #ccc); }\n"
+                  ".bd-content table.book-long tbody tr { background-color: var(--pst-color-background); }\n"
+                  ".bd-content table.book-long tbody tr:nth-child(odd) { "
+                  "background-color: var(--pst-color-table-row-zebra-low-bg, var(--pst-color-background)); }\n"
+                  ".bd-content table.book-long tbody tr:nth-child(2n) { "
+                  "background-color: var(--pst-color-table-row-zebra-high-bg, var(--pst-color-background)); }\n"
+                  ".bd-content table.book-long thead th:first-child { left: 0; z-index: 3; "
+                  "box-shadow: inset -1px -1px 0 var(--pst-color-border, #ccc); }\n"
+                  ".bd-content p.book-scroll-note { font-size: 0.8rem; margin: 0.2rem 0; "
+                  "color: var(--pst-color-text-muted, inherit); }\n")
 
 
 def _copy_assets(app: Sphinx, exc: Exception | None) -> None:

@@ -224,7 +224,7 @@ LAYOUT_JS = r"""() => {
     while (w && w !== document.body && getComputedStyle(w).overflowX === 'visible') w = w.parentElement;
     const out = t.closest('.cell_output, .table-wrapper, section') || t.parentElement;
     return {width: Math.round(t.getBoundingClientRect().width), box: w ? w.clientWidth : 0,
-            marked: /scrolls sideways/i.test(out.innerText || ''),
+            marked: /scrolls sideways/i.test(out.innerText || ''), long: !!t.closest('.book-scrollbox'),
             caption: (out.innerText || '').trim().slice(0, 60).replace(/\s+/g, ' ')}; });
   return {tables: tables, scrollWidth: document.documentElement.scrollWidth, viewport: window.innerWidth,
           theme: document.documentElement.getAttribute('data-theme'),
@@ -824,14 +824,16 @@ def test_first_paint_of_figure_pages_from_disk(book, request):
 
 def test_tables_fit_a_phone(narrow_dark, request):
     """At 412 px a table fits the screen, or its caption says that it scrolls sideways;
-    at most WIDE_TABLES_MAX of those in the whole book."""
-    unmarked, marked = [], []
+    at most WIDE_TABLES_MAX of those in the whole book, long tables aside (more than 12
+    rows: they scroll in a box of their own, which says so; book_tables.js)."""
+    unmarked, marked, long = [], [], []
     for rel, info in sorted(narrow_dark.items()):
         for t in (info.get("layout") or {}).get("tables", []):
             if t["width"] > t["box"] + 1:
-                (marked if t["marked"] else unmarked).append(
+                (unmarked if not t["marked"] else long if t.get("long") else marked).append(
                     f"{rel}: {t['width']} px in {t['box']} px: {t['caption']}")
-    print(f"{len(unmarked) + len(marked)} tables scroll sideways at 412 px")
+    print(f"{len(unmarked) + len(marked) + len(long)} tables scroll sideways at 412 px "
+          f"({len(long)} of them long tables in their scroll box)")
     problems = [f"scrolls sideways without saying so: {u}" for u in unmarked]
     if len(marked) > WIDE_TABLES_MAX:
         problems.append(f"{len(marked)} tables are marked to scroll (at most {WIDE_TABLES_MAX}):\n"
@@ -1120,3 +1122,64 @@ def test_phone_drawer_lists_the_title_once(book):
             if len(found) != 1:
                 bad.append(f"{rel}: the title {title!r} {len(found)} times in the drawer: {found}")
     assert not bad, "\n".join(bad)
+
+
+# ------------------------------------------------------ a long table on a phone
+# The 52-row end-to-end table of chapter 9 at 412 px: what it takes of the page, whether
+# it is cards, and what stays in view once its box is scrolled to the far right and down.
+LONG_TABLE_JS = """() => {
+  const t = Array.from(document.querySelectorAll('.bd-content table')).find(t =>
+    t.querySelectorAll('tbody tr').length >= 50 && /gemm\\(\\) \\/ cuBLAS/.test(t.tHead ? t.tHead.textContent : ''));
+  if (!t) return null;
+  let box = t;
+  for (let e = t.parentElement; e && e !== document.body; e = e.parentElement)
+    if (['auto', 'scroll', 'hidden'].includes(getComputedStyle(e).overflowY)) { box = e; break; }
+  box.scrollIntoView({block: 'start'});
+  const height = box.getBoundingClientRect().height;
+  const row = t.tBodies[0].rows[20], cell = row.cells[0], head = t.tHead.rows[0].cells[0];
+  const seen = c => { const r = c.getBoundingClientRect(), b = box.getBoundingClientRect();
+    const e = document.elementFromPoint(r.left + Math.min(8, r.width / 2), r.top + r.height / 2);
+    return {text: c.textContent.trim(), inBox: r.left >= b.left - 1 && r.right <= b.right + 1,
+            onTop: !!e && c.contains(e)}; };
+  const alpha = c => { const m = getComputedStyle(c).backgroundColor.match(/[\\d.]+/g) || [];
+    return m.length > 3 ? +m[3] : (m.length ? 1 : 0); };
+  const before = seen(cell);
+  box.scrollLeft = box.scrollWidth;
+  box.scrollTop = row.offsetTop - 60;
+  return {height: height, viewport: window.innerHeight, cards: t.classList.contains('book-cards') ||
+            getComputedStyle(t.tHead).display === 'none',
+          sideways: box.scrollLeft, down: box.scrollTop, before: before,
+          first: seen(cell), head: seen(head), opaque: [alpha(cell), alpha(head)],
+          short: Array.from(document.querySelectorAll('.bd-content table')).filter(s =>
+            s.querySelectorAll('tbody tr').length <= 12).map(s => ({cards: s.classList.contains('book-cards'),
+            boxed: !!s.closest('.book-scrollbox')}))};
+}"""
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_a_long_table_scrolls_in_its_box_on_a_phone(book, dark):
+    """At 412 px chapter 9's 52-row end-to-end table is not drawn as cards (12,000 px of
+    them): it scrolls in a box less than a screen high, and once the box is scrolled to
+    its far right and down, the row's first cell (what the row is about) and the header
+    are still in view, on opaque backgrounds, in the light and the dark theme. Short
+    tables keep what they did (cards where they do not fit; book_tables.js, book.css)."""
+    with page_at(book, "book/09_any_shape.html", NARROW, touch=True, dark=dark) as (page, _):
+        page.wait_for_function("() => document.readyState === 'complete'", timeout=15_000)
+        page.wait_for_timeout(300)
+        assert page.evaluate("() => document.documentElement.dataset.theme") == ("dark" if dark else "light")
+        r = page.evaluate(LONG_TABLE_JS)
+        assert r is not None, "no table of 50 rows or more with a 'gemm() / cuBLAS' column in chapter 9"
+    problems = []
+    if r["cards"]:
+        problems.append("drawn as cards")
+    if not r["height"] < 1.0 * r["viewport"]:
+        problems.append(f"{r['height']:.0f} px high on a {r['viewport']} px screen")
+    if r["sideways"] < 100 or r["down"] < 100:
+        problems.append(f"its box scrolled only {r['sideways']} px sideways and {r['down']} px down")
+    if not (r["first"]["onTop"] and r["head"]["onTop"]):
+        problems.append(f"scrolled to the right and down: first cell {r['first']}, header {r['head']}")
+    if min(r["opaque"]) < 1:
+        problems.append(f"the cells held in place are see-through (alpha {r['opaque']})")
+    if any(s["boxed"] for s in r["short"]) or not any(s["cards"] for s in r["short"]):
+        problems.append(f"short tables changed: {r['short']}")
+    assert not problems, "chapter 9's 52-row table at 412 px: " + "; ".join(problems)

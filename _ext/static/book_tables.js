@@ -6,10 +6,18 @@
  * is shown as cards: one block per row, each cell on its own line after its column's
  * header (the header text is copied into a data-label attribute of each cell, and
  * book.css draws it with ::before). Wider screens, and tables that fit, stay tables.
+ *
+ * A long table (more than LONG body rows) would be a long run of cards (chapter 9's
+ * 52 shapes: 12,000 px on a phone). Below 600 px it stays a table, in a box at most 70 %
+ * of the screen high that scrolls down and, if the table is wider than the screen,
+ * sideways; its header row and its first column (what a row is about) are held in place
+ * (book.css, .book-scrollbox). A line above the box says how it scrolls. A long table
+ * that fits the screen's width keeps its layout, in the same box.
  */
 (function () {
   "use strict";
   var NARROW = 600;
+  var LONG = 12;
 
   function label(table) {
     if (table.__bookLabelled) return;
@@ -24,16 +32,58 @@
     table.__bookLabelled = true;
   }
 
+  /* The box a long table scrolls in: the theme's wrapper around it, or one made here. */
+  function boxOf(table) {
+    var p = table.parentElement;
+    if (p && (p.classList.contains("pst-scrollable-table-container") || p.classList.contains("book-scrollwrap")))
+      return p;
+    var w = document.createElement("div");
+    w.className = "book-scrollwrap";
+    p.insertBefore(w, table);
+    w.appendChild(table);
+    return w;
+  }
+
+  /* A long table in its scroll box (on), or back as it was (off); `wide`: it did not fit
+   * the screen's width, and scrolls sideways too, each column as wide as its content
+   * (a long name wraps; book.css). */
+  function scrollBox(table, on, wide) {
+    var b = table.__bookBox || (on ? (table.__bookBox = boxOf(table)) : null);
+    if (!b) return;
+    b.classList.toggle("book-scrollbox", on);
+    table.classList.toggle("book-long", on);
+    table.classList.toggle("book-wide", !!(on && wide));
+    var note = table.__bookNote;
+    if (on && !note) {
+      note = table.__bookNote = document.createElement("p");
+      note.className = "book-scroll-note";
+      b.parentElement.insertBefore(note, b);
+    }
+    if (!note) return;
+    note.hidden = !on;
+    if (!on) return;
+    var rows = table.querySelectorAll("tbody tr").length;
+    var cols = table.querySelectorAll("thead th").length;
+    var sideways = b.scrollWidth > b.clientWidth + 1;
+    note.textContent = rows + " rows" + (cols ? " \u00d7 " + cols + " columns" : "") +
+      (sideways ? ": the table scrolls sideways and down; its header and first column stay in place."
+                : ": the table scrolls down; its header stays in place.");
+  }
+
   function fit() {
     var narrow = window.innerWidth < NARROW;
     document.querySelectorAll(".bd-content table.table").forEach(function (table) {
       table.classList.remove("book-cards");
+      scrollBox(table, false);
       if (!narrow || !table.querySelector("thead th")) return;
       var box = table.parentElement;
       while (box && box !== document.body && getComputedStyle(box).overflowX === "visible" &&
              !box.classList.contains("cell_output")) box = box.parentElement;
       var room = (box && box.clientWidth) || window.innerWidth;
-      if (table.getBoundingClientRect().width > room + 1) {
+      var fits = table.getBoundingClientRect().width <= room + 1;
+      if (table.querySelectorAll("tbody tr").length > LONG) {
+        scrollBox(table, true, !fits);
+      } else if (!fits) {
         label(table);
         table.classList.add("book-cards");
       }
