@@ -1079,6 +1079,7 @@ def settle_figures(page, timeout_s: float = 15.0):
         last = now
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["1280px", "412px"])
 def test_names_on_axes_are_all_drawn(book, viewport):
     """Names along an axis (a bar's rung, a heatmap's column or row) are never thinned

@@ -12,7 +12,7 @@
  * of the screen high that scrolls down and, if the table is wider than the screen,
  * sideways; its header row and its first column (what a row is about) are held in place
  * (book.css, .book-scrollbox). A line above the box says how it scrolls. A long table
- * that fits the screen's width keeps its layout, in the same box.
+ * that fits the screen's width stays as it is (the landing page's chapter list).
  */
 (function () {
   "use strict";
@@ -81,9 +81,10 @@
              !box.classList.contains("cell_output")) box = box.parentElement;
       var room = (box && box.clientWidth) || window.innerWidth;
       var fits = table.getBoundingClientRect().width <= room + 1;
+      if (fits) return;                       // a table that fits stays a table, however long
       if (table.querySelectorAll("tbody tr").length > LONG) {
-        scrollBox(table, true, !fits);
-      } else if (!fits) {
+        scrollBox(table, true, true);
+      } else {
         label(table);
         table.classList.add("book-cards");
       }
