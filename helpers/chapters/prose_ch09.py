@@ -7,7 +7,6 @@ it belongs to chapter 9's page (its glue cell calls :func:`prose_values`) and re
 from __future__ import annotations
 
 from helpers.models import anyshape as model
-from helpers.models.words import counted
 from helpers.runtime import results
 
 from .common import bounds, span
@@ -52,29 +51,16 @@ def fused_rows(rows: list) -> dict:
             "worst": min(r["ratio"] / r["best ratio"] for r in f), "best": max(r["ratio"] for r in f)}
 
 
-def fused_limits_text() -> str:
-    """:data:`helpers.models.anyshape.FUSED_MAX_M` in words, for the prose: "16 rows on heaven
-    7's mma.sync loop and 1 row on chapter 10's wgmma loop"."""
-    lim = model.FUSED_MAX_M
-    return (f"{counted(lim['mma.sync'], 'row')} on heaven 7's mma.sync loop and "
-            f"{counted(lim['wgmma'], 'row')} on chapter 10's wgmma loop")
-
-
 def reduction_bounds(rows: list) -> dict:
-    """From :func:`helpers.chapters.end_to_end.reduction_control`'s rows: the range of "one-launch
-    speed / two-pass" with at most its loop's :data:`helpers.models.anyshape.FUSED_MAX_M` rows
-    (``small_lo``, ``small_hi``) and with more (``large_lo``, ``large_hi``), both loops together
-    (a row's "loop" is "mma.sync" or "wgmma"); ``all_equal``: every pair bit-equal.
-    KeyError when either group is empty or a row names a loop the model has no limit for."""
-    def within(r):
-        if r["loop"] not in model.FUSED_MAX_M:
-            raise KeyError(f"loop={r['loop']!r}: the model has a row limit only for {sorted(model.FUSED_MAX_M)}")
-        return r["M"] <= model.FUSED_MAX_M[r["loop"]]
-    small = [r["one-launch speed / two-pass"] for r in rows if within(r)]
-    large = [r["one-launch speed / two-pass"] for r in rows if not within(r)]
+    """From :func:`helpers.chapters.end_to_end.reduction_control`'s rows: the range of "one-launch speed / two-pass" with at
+    most :data:`helpers.models.anyshape.FUSED_MAX_M` rows (``small_lo``, ``small_hi``) and with
+    more (``large_lo``, ``large_hi``), both loops together; ``all_equal``: every pair bit-equal.
+    KeyError when either group is empty."""
+    small = [r["one-launch speed / two-pass"] for r in rows if r["M"] <= model.FUSED_MAX_M]
+    large = [r["one-launch speed / two-pass"] for r in rows if r["M"] > model.FUSED_MAX_M]
     if not small or not large:
         raise KeyError("the reduction control needs rows with at most and with more than "
-                       f"the row limit of their loop ({model.FUSED_MAX_M})")
+                       f"{model.FUSED_MAX_M} rows")
     return {"small_lo": min(small), "small_hi": max(small), "large_lo": min(large), "large_hi": max(large),
             "all_equal": all(r["bit-equal"] for r in rows)}
 
@@ -132,7 +118,7 @@ def prose_values() -> dict:
                e2e_n=len(e2e), run_slower_n=len(slower), run_slower_max=max(slower, default=0.0))
     out.update({f"fused_{k}": v for k, v in fused_rows(e2e).items()})
     ctl = reduction_bounds(doc["reductions"])
-    out.update({f"fused_ctl_{k}": v for k, v in ctl.items()}, fused_max_m=fused_limits_text(),
+    out.update({f"fused_ctl_{k}": v for k, v in ctl.items()}, fused_max_m=model.FUSED_MAX_M,
                fused_ctl_small_span=span(ctl["small_lo"], ctl["small_hi"], ".2f"),
                fused_ctl_large_span=span(ctl["large_lo"], ctl["large_hi"], ".2f"))
     noise = model.same_plan_spread(doc["zoo"])

@@ -40,12 +40,12 @@ PROLOGUE_KTILES = 4         # pipeline fill + epilogue of one block, in k-tiles 
 # 128 x 256 tile of many splits, where the two-pass kernel spreads the reads over every SM.
 FUSED_SM_BPS = 1.0e11       # one SM reading partials from L2, bytes/s: an estimate, not yet measured
 # The row limit read off the control that times both reductions at the same split count
-# (results/h200-anyshape.json, section "reductions", fp16, kernel-only): with 1 row the one-launch
-# sum ran faster than the two-pass one on both loops (1.11x); with 16 rows faster on heaven 7's
-# mma.sync loop (1.05x) but slower on chapter 10's wgmma loop (0.94x); with 128 rows and more slower
+# (results/h200-anyshape.json, section "reductions"): with 1 and 16 rows the one-launch sum ran
+# faster than the two-pass one on both loops (1.14-1.47x); with 128 rows and more it was slower
 # on every shape and loop tried. The bandwidth test above alone chose it on 128-row tiles too.
-# Per main loop, keyed as the control's "loop" column:
-FUSED_MAX_M = {"mma.sync": 16, "wgmma": 1}   # the one-launch sum only where C has at most this many rows
+# One limit for both loops: a per-loop limit (1 row on wgmma, from one run's 0.94 at 16 rows)
+# was recorded once and lost at 16 rows end to end (notes/session_2026-12-06c.md).
+FUSED_MAX_M = 16            # the one-launch sum only where C has at most this many rows
 # Three thresholds read off the shape zoo recorded on the H200 (results/h200-anyshape.json,
 # first recording, 2026-12-01), where the time model above ranked plans wrongly because
 # each extra launch from Python costs ~15-25 us and dominates small problems:
@@ -131,21 +131,14 @@ def splitk_time(M: int, N: int, K: int, s: int, sms: int, cfg: dict = CFG) -> fl
     return t + ((2 * s * M * N * 4 / COPY_BPS + LAUNCH_S) if s > 1 else 0.0)
 
 
-def loop_of(cfg: dict) -> str:
-    """The main loop a split-K tile config runs on: "wgmma" for :data:`HOPPER_CFG` (chapter 10's
-    kernel), "mma.sync" for any other (heaven 7's loop)."""
-    return "wgmma" if cfg == HOPPER_CFG else "mma.sync"
-
-
 def fused_is_cheaper(M: int, N: int, s: int, cfg: dict = CFG) -> bool:
     """Whether split-K's one-launch reduction ("fused": the last block of a tile reads the
     s partials of its min(M, BM) x min(N, BN) valid elements alone) beats the two-pass one
     (a second kernel over every SM: s * M * N fp32 read, M * N written, plus a launch):
-    M <= FUSED_MAX_M[loop_of(cfg)] (the measured limit of that main loop, :data:`FUSED_MAX_M`) and
+    M <= FUSED_MAX_M (the measured limit, :data:`FUSED_MAX_M`) and
     s * tile * 4 / FUSED_SM_BPS  <  (s + 1) * M * N * 4 / COPY_BPS + LAUNCH_S."""
     tile = min(M, cfg["BM"]) * min(N, cfg["BN"])
-    return (M <= FUSED_MAX_M[loop_of(cfg)]
-            and s * tile * 4 / FUSED_SM_BPS < (s + 1) * M * N * 4 / COPY_BPS + LAUNCH_S)
+    return M <= FUSED_MAX_M and s * tile * 4 / FUSED_SM_BPS < (s + 1) * M * N * 4 / COPY_BPS + LAUNCH_S
 
 
 def choose_splits(M: int, N: int, K: int, sms: int, cfg: dict = CFG, max_splits: int = 128) -> tuple[int, str]:
