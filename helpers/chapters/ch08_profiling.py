@@ -404,10 +404,13 @@ def show_ceiling(runs: list, where: str) -> list:
 
 def defaults_where(t: dict | None) -> str:
     """Where :func:`show_defaults_here`'s defaults are decided, for its first line: ``t`` is
-    :func:`helpers.runtime.gpu.target` (None: recorded mode, no GPU in this run)."""
+    :func:`helpers.runtime.gpu.target` (None: recorded mode, no GPU in this run: the recording
+    GPU's, named from the tuning file's provenance)."""
     f = f"results/{defaults.target_slug(t)}-{defaults.ARTIFACT}.json"
-    if t is None:
-        return f"in recorded mode (decided as on the recording GPU, with {f})"
+    if t is None:       # worded so that it stays true on a page whose other cells ran live
+        doc = defaults.tuning_doc(defaults.target_slug(t)) or {}
+        name = (doc.get("provenance") or {}).get("gpu")
+        return f"for the recording GPU{f' ({name})' if name else ''}, read from {f}"
     src = (f"read from {f}" if defaults.tuning_doc(defaults.target_slug(t)) is not None
            else f"no {f} recorded for it")
     return f"on {gpu.describe_target(t)}, {src}" if t.get("simulated") else f"on this {t['name']}, {src}"
