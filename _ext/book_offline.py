@@ -31,8 +31,8 @@ Tables
     ``book_tables.js`` (every page): below 600 px a table wider than its column is drawn
     as cards, one block per row with each cell after its column's header (``book.css``,
     ``table.book-cards``), instead of words broken to one letter per line. A table of more
-    than 12 rows is not: it scrolls in a box at most 70 % of the screen high (down, and
-    sideways where it is wider than the screen), its header row and first column held in
+    than 30 rows is not (its cards would run to many screens): it scrolls in a box at most
+    70 % of the screen high, down and sideways, its header row and first column held in
     place (``.book-scrollbox``, ``table.book-long``, ``table.book-wide``).
 
 Dark mode
@@ -179,6 +179,10 @@ _BOOK_CSS_TEXT = ("code.literal, code.literal span.pre { white-space: normal; ov
                   "@media (hover: none) { .tooltip { display: none !important; } "
                   ".js-plotly-plot .modebar-container { display: none !important; } }\n"
                   ".tooltip { pointer-events: none; }\n"
+                  # on a wide screen the sidebar has its own search field: the header bar
+                  # above it held only a second one (its sidebar button is the hidden one that
+                  # book_nav.js forwards clicks to, which still works hidden)
+                  "@media (min-width: 992px) { .bd-header { display: none; } }\n"
                   # a printed result (a stream output: one line of findings) wraps at the
                   # page's edge instead of running off it; code cells keep their scroll
                   ".bd-content div.cell_output div.output.stream pre { white-space: pre-wrap; "

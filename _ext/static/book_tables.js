@@ -17,7 +17,7 @@
 (function () {
   "use strict";
   var NARROW = 600;
-  var LONG = 12;
+  var LONG = 30;                         // a run of cards past this many rows is too long to read
 
   function label(table) {
     if (table.__bookLabelled) return;
