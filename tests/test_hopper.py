@@ -191,3 +191,6 @@ def test_ladder_figure_names_where_each_series_came_from():
     title = fig.layout.title.text.replace("<br>", " ")
     assert "bars: " in title and "tensor-pipe line: recorded in PIPEFILE" in title
     assert "tensor-pipe" not in hopper_fig.ladder_figure(recs).layout.title.text
+    # the percent axis ticks at round values of its own, not where the ratio axis's grid falls
+    y2 = fig.layout.yaxis2
+    assert (y2.tickmode, y2.tick0, y2.dtick) == ("linear", 0, 20)
