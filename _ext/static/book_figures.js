@@ -188,7 +188,7 @@
       var room = a.xanchor === "left" ? right - a.x : a.xanchor === "right" ? a.x - left
         : 2 * Math.min(a.x - left, right - a.x);
       dom = Math.max(dom, Math.min(room, 1));
-      var fs = (a.font && a.font.size) || (fl.font && fl.font.size) || 13;
+      var fs = fontSize(a.font, fl, 13);
       var w = wrap(a.text, Math.floor(dom * plotW / (0.56 * fs)));
       if (w !== a.text) u["annotations[" + i + "].text"] = w;
       if (a.y >= 0.999) {            // above the topmost plots: it sits in the top margin
@@ -205,7 +205,7 @@
       var ax = fl[n], t = gd.layout[n] && gd.layout[n].title;
       var text = titleText(t);
       if (!text || !fl._size || !ax.domain) return;
-      var fs = (ax.title && ax.title.font && ax.title.font.size) || (fl.font && fl.font.size) || 12;
+      var fs = fontSize(ax.title && ax.title.font, fl, 12);
       var span = (ax.domain[1] - ax.domain[0]) * (n[0] === "x" ? fl._size.w : fl._size.h);
       var w = wrap(text, Math.floor(span / (0.56 * fs)));
       if (w === text) return;
@@ -229,17 +229,6 @@
         steps.forEach(function (st, k) { u["sliders[" + i + "].steps[" + k + "].label"] = String(k + 1); });
       }
     });
-    // many category labels on a narrow plot: upright, smaller
-    if (width < 600) {
-      axisNames(gd).forEach(function (n) {
-        var ax = fl[n];
-        if (n[0] === "x" && ax.type === "category" && ax._categories && ax._categories.length > 8
-            && ax.tickangle !== -90 && ax.showticklabels !== false) {
-          u[n + ".tickangle"] = -90;
-          u[n + ".tickfont.size"] = 9;
-        }
-      });
-    }
     return u;
   }
 
@@ -382,8 +371,13 @@
    *   then the figure grows until each row has room for its label. Rotated labels reach
    *   lower: Plotly's automargin (or edgeUpdate) widens the bottom margin, and
    *   plotHeightLost gives the plot back its height. */
-  var MIN_FONT = 9;
+  var MIN_FONT = 9;           // the smallest type a name on an axis is set in, px
   var NUMBER = /^[\s\u2212+-]*(\d[\d,]*\.?\d*|\.\d+)(e[\u2212+-]?\d+)?\s*[kMGTP%\u00d7x]?\s*$/i;
+
+  /* The size (px) a piece of text is set in: its own font's, else the figure's, else `dflt`. */
+  function fontSize(font, fl, dflt) {
+    return (font && font.size) || (fl.font && fl.font.size) || dflt;
+  }
 
   function boxesOverlap(a, b) {
     var w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
@@ -400,9 +394,6 @@
       lay.ticktext.some(function (t) { return t !== "" && !NUMBER.test(plainText(t)); });
   }
 
-  function tickFontSize(gd, ax) {
-    return (ax.tickfont && ax.tickfont.size) || (gd._fullLayout.font && gd._fullLayout.font.size) || 12;
-  }
 
   /* The axis's labels written on one line each: listed ticks keep their values, a
    * category axis lists its categories. */
@@ -464,7 +455,7 @@
       var step = Infinity;
       for (var k = 1; k < centres.length; k++) if (centres[k] - centres[k - 1] > 0.5) step = Math.min(step, centres[k] - centres[k - 1]);
       if (!isFinite(step)) return;
-      var fs = tickFontSize(gd, ax), lines = Math.max.apply(null, labels.map(function (l) { return l.lines; }));
+      var fs = fontSize(ax.tickfont, fl, 12), lines = Math.max.apply(null, labels.map(function (l) { return l.lines; }));
       var fit = function (extent) {      // the font size at which labels `extent` px across fit the room
         var s = Math.max(MIN_FONT, Math.floor(fs * (step - 2) / extent * 10) / 10);
         return s < fs ? s : null;
@@ -662,7 +653,7 @@
       }
     }
     if (scale >= 1 && !hide) return;
-    var size = ((gd.data[idx[0]].textfont || {}).size) || (fl.font && fl.font.size) || 12;
+    var size = fontSize(gd.data[idx[0]].textfont, fl, 12);
     if (hide || size * scale < 7) window.Plotly.restyle(gd, {texttemplate: ""}, idx);
     else window.Plotly.restyle(gd, {"textfont.size": Math.floor(size * scale * 10) / 10}, idx);
   }
@@ -678,7 +669,7 @@
       if (!q.width || q.right <= box.right - 1) return;
       worst = Math.min(worst, Math.max(0, box.right - 4 - q.left) / q.width);
     });
-    var size = (fl.legend.font && fl.legend.font.size) || (fl.font && fl.font.size) || 12;
+    var size = fontSize(fl.legend.font, fl, 12);
     if (worst < 1) u["legend.font.size"] = Math.max(7, Math.floor(size * worst * 10) / 10);
     return u;
   }
@@ -696,26 +687,24 @@
     return lost > 4 ? lost : 0;
   }
 
+  /* Adds update `x` to the round's update `u`; a height both ask for adds up (each is the
+   * figure's height plus what that step needs). */
+  function merge(gd, u, x) {
+    if (u.height && x.height) x.height += u.height - gd._fullLayout.height;
+    return Object.assign(u, x);
+  }
+
   function fitSliders(gd) {
     gd.__bookFits = (gd.__bookFits || 0) + 1;
-    var u = sliderUpdate(gd);
-    var v = clearTitleUpdate(gd);
-    if (u.height && v.height) v.height += u.height - gd._fullLayout.height;
-    Object.assign(u, v);
+    var u = merge(gd, sliderUpdate(gd), clearTitleUpdate(gd));
     if (gd.__bookFits <= 6) {
       var t = tickUpdate(gd);
-      if (u.height && t.height) t.height += u.height - gd._fullLayout.height;
       // (the gap between panels opens once the other heights of this round are settled)
-      if (!Object.keys(t).length && !u.height) t = gapUpdate(gd);
-      Object.assign(u, t);
-      var e = edgeUpdate(gd);
-      if (u.height && e.height) e.height += u.height - gd._fullLayout.height;
-      Object.assign(u, e);
+      merge(gd, u, !Object.keys(t).length && !u.height ? gapUpdate(gd) : t);
+      merge(gd, u, edgeUpdate(gd));
       cellTextUpdate(gd);
-      Object.assign(u, legendFontUpdate(gd));
-      var w = legendUpdate(gd);
-      if (u.height && w.height) w.height += u.height - gd._fullLayout.height;
-      Object.assign(u, w);
+      merge(gd, u, legendFontUpdate(gd));
+      merge(gd, u, legendUpdate(gd));
       var lost = plotHeightLost(gd);
       if (lost) u.height = (u.height || gd._fullLayout.height) + lost;
     }

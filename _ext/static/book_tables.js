@@ -44,15 +44,14 @@
     return w;
   }
 
-  /* A long table in its scroll box (on), or back as it was (off); `wide`: it did not fit
-   * the screen's width, and scrolls sideways too, each column as wide as its content
-   * (a long name wraps; book.css). */
-  function scrollBox(table, on, wide) {
+  /* A long table that does not fit the screen in its scroll box (on), each column as wide
+   * as its content (a long name wraps; book.css), or back as it was (off). */
+  function scrollBox(table, on) {
     var b = table.__bookBox || (on ? (table.__bookBox = boxOf(table)) : null);
     if (!b) return;
     b.classList.toggle("book-scrollbox", on);
     table.classList.toggle("book-long", on);
-    table.classList.toggle("book-wide", !!(on && wide));
+    table.classList.toggle("book-wide", on);
     var note = table.__bookNote;
     if (on && !note) {
       note = table.__bookNote = document.createElement("p");
@@ -83,7 +82,7 @@
       var fits = table.getBoundingClientRect().width <= room + 1;
       if (fits) return;                       // a table that fits stays a table, however long
       if (table.querySelectorAll("tbody tr").length > LONG) {
-        scrollBox(table, true, true);
+        scrollBox(table, true);
       } else {
         label(table);
         table.classList.add("book-cards");
