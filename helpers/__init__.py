@@ -78,6 +78,8 @@ runtime/   compile, check, launch, verify, time, record (no chapter knowledge: n
     power                SM clock and board power sampled with nvidia-smi during a timing
     anyshape             the any-shape runner (plans -> launches of 09_any_shape.cu) and the dispatcher gemm();
                          its Hopper kernel is named by the chapter that owns it (use_hopper)
+    anyshape_inputs      the checks of a gemm() call (shapes, dtypes, contiguity), cheap on the good path
+    packed               launches whose arguments are packed once (cuLaunchKernel through cuda-bindings)
     tma                  TMA tensor-map descriptors (cuda.bindings, ctypes fallback) for chapter 10
     fp8                  FP8 GEMM data: quantized inputs, byte tensor maps, the cuBLASLt FP8 reference (torch, optional)
     panels               chapter 8's Nsight Compute panel of one launch: profiled live, or recorded

@@ -2,12 +2,13 @@
 the plan cache, the replayed arguments and the checks of ``helpers.gemm`` are tested on CPU."""
 from __future__ import annotations
 
+import ctypes
 import types
 
 import numpy as np
 import pytest
 
-from helpers.runtime import anyshape as rt, gpu
+from helpers.runtime import anyshape as rt, gpu, packed
 
 
 class _Ptr:
@@ -29,6 +30,7 @@ class FakeArray:
 class FakeKernel:
     def __init__(self, name, log):
         self.name, self.log = name, log
+        self.kernel = types.SimpleNamespace(ptr=id(self))       # the CUfunction a packed launch uses
 
     def __call__(self, grid, block, args, shared_mem=0):
         self.log.append((self.name, grid, tuple(args)))
@@ -39,13 +41,16 @@ def fake(monkeypatch):
     log = []
     cp = types.SimpleNamespace(ndarray=FakeArray, empty=lambda s, d: FakeArray(s, d),
                                zeros=lambda s, d: FakeArray(s, d),
-                               cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0)))
+                               cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0),
+                                                          get_current_stream=lambda: types.SimpleNamespace(ptr=0)))
     monkeypatch.setattr(gpu, "cupy", lambda: cp)
     monkeypatch.setattr(gpu, "live", lambda: True)
     monkeypatch.setattr(gpu, "capability", lambda: (8, 0))      # no Hopper path: sm_80
     monkeypatch.setattr(rt, "sm_count", lambda: 132)
     monkeypatch.setattr(rt, "_kernels", lambda dtype, aligned: {e: FakeKernel(e, log) for e in rt.ENTRIES})
     monkeypatch.setattr(rt, "_SCRATCH", {})
+    monkeypatch.setitem(packed._STATE, "cu", None)               # CuPy's launch path (no driver here)
+    monkeypatch.setitem(packed._STATE, "tried", True)
     rt.clear_prepared()
     yield log
     rt.clear_prepared()
@@ -127,3 +132,71 @@ def test_one_operand_to_repack_takes_pad_copy_alone(fake):
     assert pad[0] is B
     (g,) = [a for n, _, a in fake if n == "gemm_any"]
     assert g[0] is A
+
+
+class FakeDriver:
+    """Enough of ``cuda.bindings.driver`` for :class:`helpers.runtime.packed.Packed`: each
+    cuLaunchKernel reads the argument bytes back through the kernelParams pointers, sized by
+    the arguments CuPy's path passed for the same launch (``sizes``)."""
+
+    def __init__(self, kernels, sizes):
+        self.kernels, self.sizes, self.log = kernels, sizes, []
+        self.CUfunction = self.CUstream = lambda ptr: ptr
+
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        name = self.kernels[f]
+        ptrs = (ctypes.c_void_p * len(self.sizes[name])).from_address(params)
+        self.log.append((name, (gx, gy, gz), tuple(ctypes.string_at(ptrs[i], n)
+                                                   for i, n in enumerate(self.sizes[name]))))
+        return (0,)
+
+
+def _as_bytes(a) -> bytes:
+    """What CuPy passes for a runner argument: an array's pointer, None as 0, a scalar's bytes."""
+    if a is None:
+        return bytes(8)
+    if isinstance(a, FakeArray):
+        return np.uint64(a.data.ptr).tobytes()
+    return np.asarray(a).tobytes()
+
+
+@pytest.mark.parametrize("shape,strategy", [((1000, 1001, 1002), "auto"), ((4096, 4096, 4096), "auto"),
+                                            ((512, 512, 32768), "splitk"), ((300, 200, 1000), "streamk_sk"),
+                                            ((77, 99, 1000), "padding")])
+def test_packed_launches_pass_the_bytes_cupys_launch_passes(fake, monkeypatch, shape, strategy):
+    """The same calls through CuPy's launch and through packed launches: the same kernels, grids
+    and argument bytes, the call's own arrays in their slots, a fresh stream-K epoch each launch."""
+    kernels = {}
+    orig = rt._kernels
+
+    def kern(dtype, aligned):
+        fns = orig(dtype, aligned)
+        kernels.update({f.kernel.ptr: f.name for f in fns.values()})
+        return fns
+    monkeypatch.setattr(rt, "_kernels", kern)
+    calls = [_abc(*shape) for _ in range(2)]
+    want = []
+    for A, B, C in calls:
+        rt.gemm(A, B, out=C, strategy=strategy)
+    want = [(n, tuple(g) + (1,) * (3 - len(g)), tuple(_as_bytes(x) for x in a)) for n, g, a in fake]
+    sizes = {n: [len(b) for b in a] for n, _, a in want}
+    drv = FakeDriver(kernels, sizes)
+    monkeypatch.setitem(packed._STATE, "cu", drv)
+    rt._EPOCH[0] = 0
+    for A, B, C in calls:
+        rt.gemm(A, B, out=C, strategy=strategy)
+    assert packed.PATH["launch"] == "packed"
+    got = drv.log
+    if strategy == "streamk_sk":                              # the epoch differs per launch on both paths
+        assert [int(np.frombuffer(a[12], np.int32)[0]) for n, _, a in got if n == "gemm_streamk"] == [1, 2]
+        got = [(n, g, a[:12] + a[13:]) if n == "gemm_streamk" else (n, g, a) for n, g, a in got]
+        want = [(n, g, a[:12] + a[13:]) if n == "gemm_streamk" else (n, g, a) for n, g, a in want]
+    assert got == want
+    with packed.disabled():
+        assert not packed.enabled()
+    assert packed.enabled()
+
+
+def test_packed_refuses_an_argument_it_cannot_size():
+    with pytest.raises(TypeError, match="kernel argument of type int"):
+        packed._cell(7)

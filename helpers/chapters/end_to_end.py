@@ -16,7 +16,7 @@ import math
 
 from helpers.figures import anyshape as fig, show
 from helpers.models import anyshape as model
-from helpers.runtime import anyshape as rt, bench, gpu, results, timing
+from helpers.runtime import anyshape as rt, bench, gpu, packed, results, timing
 
 from . import ch09_any_shape as ch9
 
@@ -103,7 +103,10 @@ def host_rows(dtype: str = "float16", host_shapes=HOST_SHAPES, calls: int = 200)
     calls in a row on one shape, the caches warm) of ``gemm(A, B, out=C)`` as the book's
     runtime has it on this GPU, of ``run(plan, A, B, C)`` with the plan made beforehand, of
     ``cupy.matmul(A, B, out=C)``, and of planning alone without the cache
-    (``plan_for("auto", ...)``, the model's arithmetic)."""
+    (``plan_for("auto", ...)``, the model's arithmetic). "launch path" says how gemm() launched
+    ("packed": :mod:`helpers.runtime.packed`, arguments converted once per prepared launch;
+    "cupy": CuPy's ``RawKernel`` call); where packed launches run, the control
+    "gemm(), CuPy launches us" times the same calls with every argument converted by CuPy."""
     cp = gpu.cupy()
     sync = cp.cuda.get_current_stream().synchronize
     rows = []
@@ -116,6 +119,12 @@ def host_rows(dtype: str = "float16", host_shapes=HOST_SHAPES, calls: int = 200)
                            ("cupy.matmul", lambda: cp.matmul(A, B, out=C))):
             h = timing.host_cost(call, sync, calls)
             row[f"{what} us"], row[f"{what} p90 us"] = bench.sig(h["median_us"], 3), bench.sig(h["p90_us"], 3)
+            if what == "gemm()":
+                row["launch path"] = packed.PATH["launch"]
+        if packed.enabled():                      # the control: the same calls, every argument converted by CuPy
+            with packed.disabled():
+                h = timing.host_cost(lambda: rt.gemm(A, B, out=C), sync, calls)
+            row["gemm(), CuPy launches us"] = bench.sig(h["median_us"], 3)
         h = timing.host_cost(lambda: rt.plan_for("auto", M, N, K, al), sync, calls)
         row["planning alone us"] = bench.sig(h["median_us"], 3)
         rows.append(row)

@@ -18,12 +18,12 @@ import numpy as np
 from helpers.models import anyshape as model
 from helpers.models.raster import cdiv
 
-from . import catalog, compile as kc, gpu, launch
+from . import catalog, compile as kc, gpu, launch, packed
+from .anyshape_inputs import DTYPES, aligned_inputs, check_inputs  # noqa: F401  (the runner's API)
 from .checks import require
 
 FILE = "09_any_shape.cu"
 ENTRIES = ("gemm_any", "gemm_streamk", "splitk_reduce", "pad_copy", "pad_copy2", "unpad_copy")
-DTYPES = {"float16": ("f16", {}), "bfloat16": ("bf16", {"BF16": 1})}
 MIN_CC = (8, 0)                     # cp.async, bf16 and mma.sync.m16n8k16
 H200_SMS = 132                      # the recorded GPU's SM count (plans without a GPU here)
 
@@ -68,64 +68,6 @@ def _kernels(dtype: str, aligned: bool) -> dict:
 def sm_count() -> int:
     """SMs of this GPU, or of the H200 the records come from when there is none."""
     return gpu.device_info()["sms"] if gpu.live() else H200_SMS
-
-
-def aligned_inputs(A, B) -> bool:
-    """True when the cp.async build can read A and B in place: K % 8 == 0, N % 8 == 0
-    and both base pointers 16-byte aligned."""
-    return A.shape[1] % 8 == 0 and B.shape[1] % 8 == 0 and A.data.ptr % 16 == 0 and B.data.ptr % 16 == 0
-
-
-_DTYPE_NAMES: dict = {}             # dtype object -> "float16" | "bfloat16" (the names DTYPES takes)
-
-
-def check_inputs(A, B, C=None):
-    """Validate a GEMM call before anything reaches the GPU. A: (M, K), B: (K, N), both
-    C-contiguous CuPy arrays of one dtype (float16 or bfloat16); C: (M, N) of that dtype,
-    C-contiguous, or None (allocated). Any M, N, K >= 1, any base pointer. Returns
-    (M, N, K, dtype, C). Raises ValueError naming the argument, its value and the rule.
-
-    Every rule is one comparison on the good path (about 2 us in all); only a call that
-    breaks one goes through :func:`_explain`, which finds the first broken rule and says it."""
-    cp = gpu.cupy()
-    nd = cp.ndarray
-    if type(A) is nd and type(B) is nd and A.ndim == 2 and B.ndim == 2:
-        (M, K), (Kb, N) = A.shape, B.shape
-        dt = A.dtype
-        name = _DTYPE_NAMES.get(dt)
-        if name is None and str(dt) in DTYPES:
-            name = _DTYPE_NAMES[dt] = str(dt)
-        if (name is not None and B.dtype == dt and Kb == K and M >= 1 and N >= 1 and K >= 1
-                and M < 2 ** 31 and N < 2 ** 31 and K < 2 ** 31
-                and A.flags.c_contiguous and B.flags.c_contiguous
-                and (C is None or (type(C) is nd and C.shape == (M, N) and C.dtype == dt and C.flags.c_contiguous))):
-            return M, N, K, name, (cp.empty((M, N), dt) if C is None else C)
-    return _explain(A, B, C)
-
-
-def _explain(A, B, C=None):
-    """:func:`check_inputs`' rules one by one, raising ValueError at the first broken one."""
-    cp = gpu.cupy()
-    for name, x in (("A", A), ("B", B)):
-        require(isinstance(x, cp.ndarray), name, type(x).__name__, "must be a cupy.ndarray")
-        require(x.ndim == 2, f"{name}.ndim", x.ndim, "must be 2")
-    dtype = str(A.dtype)
-    require(dtype in DTYPES, "A.dtype", dtype, f"must be one of {tuple(DTYPES)}")
-    require(str(B.dtype) == dtype, "B.dtype", str(B.dtype), f"must equal A.dtype ({dtype})")
-    M, K = A.shape
-    require(B.shape[0] == K, "B.shape", tuple(B.shape), f"must be (K, N) with K = {K} from A.shape")
-    N = B.shape[1]
-    for name, v in (("M", M), ("N", N), ("K", K)):
-        require(v >= 1, name, v, "must be >= 1")
-    require(max(M, N, K) < 2 ** 31, "M, N, K", (M, N, K), "must each be < 2^31")
-    if C is None:
-        C = cp.empty((M, N), A.dtype)
-    require(isinstance(C, cp.ndarray) and tuple(C.shape) == (M, N), "C.shape", getattr(C, "shape", None),
-            f"must be (M, N) = {(M, N)}")
-    require(str(C.dtype) == dtype, "C.dtype", str(C.dtype), f"must equal A.dtype ({dtype})")
-    for name, x in (("A", A), ("B", B), ("C", C)):
-        require(bool(x.flags.c_contiguous), f"{name}.flags.c_contiguous", False, "must be C-contiguous")
-    return M, N, K, dtype, C
 
 
 def pad_into(X, out) -> None:
@@ -178,7 +120,7 @@ def clear_prepared() -> None:
 def _launch(fn, grid, block, args, smem_b=0, slots=()):
     """One step of a prepared plan: ``fn(grid, block, args)`` with the arrays the call passes
     put in at ``slots`` ((argument index, "A" | "B" | "C" | "epoch"), ...)."""
-    return (fn, grid, block, args, smem_b, tuple(slots))
+    return packed.Step(fn, grid, block, args, smem_b, tuple(slots))
 
 
 def _copy_step(fn, chunks: int, args, slots=()):
@@ -282,8 +224,21 @@ def prepare(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: tuple) -
     return _keep(_PREPARED, key, tuple(steps))
 
 
+def _next_epoch() -> int:
+    _EPOCH[0] = _EPOCH[0] % (2 ** 31 - 1) + 1
+    return _EPOCH[0]
+
+
 def _replay(steps, A, B, C) -> None:
-    """Enqueue prepared steps (:func:`prepare`) with the call's arrays put into their slots."""
+    """Enqueue prepared steps (:func:`prepare`) with the call's arrays put into their slots: as
+    packed launches (:mod:`helpers.runtime.packed`, the arguments converted once per step) where
+    cuda-bindings loads, else through CuPy's ``RawKernel`` call (every argument converted per launch)."""
+    if packed.enabled():
+        stream = packed.stream_handle()
+        for step in steps:
+            step.packed(A, B, C).launch(A, B, C, stream, _next_epoch() if step.epoch else 0)
+        packed.PATH["launch"] = "packed"
+        return
     for fn, grid, block, args, smem_b, slots in steps:
         if callable(args):                       # Hopper: arguments built from the call's pointers (cached)
             args = args(A, B, C)
@@ -291,11 +246,11 @@ def _replay(steps, A, B, C) -> None:
             args = list(args)
             for i, what in slots:
                 if what == "epoch":              # flags equal to this launch's epoch are this launch's
-                    _EPOCH[0] = _EPOCH[0] % (2 ** 31 - 1) + 1
-                    args[i] = np.int32(_EPOCH[0])
+                    args[i] = np.int32(_next_epoch())
                 else:
                     args[i] = A if what == "A" else B if what == "B" else C
         fn(grid, block, args, shared_mem=smem_b)
+    packed.PATH["launch"] = "cupy"
 
 
 def run(plan: model.Plan, A, B, C) -> None:
@@ -372,17 +327,7 @@ def _prepare_hopper(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: 
     else:
         L = launch.prepare(HOPPER[dtype], (M, n8, k8))
         spec, p, fn, smem_b, grid, block, extra = L.spec, L.params, L.fn, L.smem, L.grid, L.block, ()
-    maps: dict = {}
-
-    def args(A, B, C):
-        a, b, c = (A if Ap is None else Ap), (B if Bp is None else Bp), (C if Cp is None else Cp)
-        k = (a.data.ptr, b.data.ptr, c.data.ptr)
-        got = maps.get(k)
-        if got is None:                          # they hold their arrays: keep the last two sets only
-            got = maps[k] = spec.args(p, a, b, c, M, n8, k8, *extra)
-            while len(maps) > 2:
-                maps.pop(next(iter(maps)))
-        return got
+    args = _HopperArgs(spec, p, (Ap, Bp, Cp), (M, n8, k8), extra)
     steps.append(_launch(fn, grid, block, args, smem_b))
     if splits > 1 and plan.reduction != "fused":
         steps.append(_copy_step(fns["splitk_reduce"], M * n8,
@@ -391,6 +336,34 @@ def _prepare_hopper(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: 
     if Cp is not None:
         steps.append(_unpad_step(dtype, Cp, M, N))
     return tuple(steps)
+
+
+class _HopperArgs:
+    """The Hopper kernel's arguments for a call: tensor maps of A, B and C (or of the scratch
+    copies that stand in for them), built once per set of pointers (the last two kept: they
+    hold their arrays). ``key(A, B, C)``: the pointers the arguments depend on."""
+
+    def __init__(self, spec, p, staged, shape, extra):
+        self.spec, self.p, self.staged, self.shape, self.extra = spec, p, staged, shape, extra
+        self.maps: dict = {}
+
+    def _arrays(self, A, B, C):
+        Ap, Bp, Cp = self.staged
+        return (A if Ap is None else Ap), (B if Bp is None else Bp), (C if Cp is None else Cp)
+
+    def key(self, A, B, C) -> tuple:
+        a, b, c = self._arrays(A, B, C)
+        return (a.data.ptr, b.data.ptr, c.data.ptr)
+
+    def __call__(self, A, B, C) -> tuple:
+        k = self.key(A, B, C)
+        got = self.maps.get(k)
+        if got is None:
+            a, b, c = self._arrays(A, B, C)
+            got = self.maps[k] = self.spec.args(self.p, a, b, c, *self.shape, *self.extra)
+            while len(self.maps) > 2:
+                self.maps.pop(next(iter(self.maps)))
+        return got
 
 
 # ------------------------------------------------------------------ strategies and the dispatcher

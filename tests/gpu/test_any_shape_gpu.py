@@ -156,3 +156,33 @@ def test_a_cached_call_computes_with_the_new_arrays(strategy):
         rt.gemm(A, B, out=C, strategy=strategy)
         assert verify.rel_err(C, verify.reference_gemm(A, B)) <= verify.TOLERANCE["float16"]
     assert rt.CACHE_STATS["hits"] == before["hits"] + 1
+
+
+@pytest.mark.parametrize("strategy", ["auto", "repack", "padding", "splitk", "streamk_sk", "hopper", "hopper_splitk"])
+def test_packed_launches_compute_what_cupys_launch_computes(strategy):
+    """Packed launches (helpers/runtime/packed.py) against CuPy's own launch of the same prepared
+    plan: the same C bit for bit (within tolerance for stream-K), on a shape with odd N and K (repacks, staged C) and on the
+    caller's fresh arrays the second time (the pointer cells are rewritten per call)."""
+    if rt.can_run(strategy) is not None:
+        pytest.skip(rt.can_run(strategy))
+    assert rt.packed.enabled(), f"packed launches are off here: {rt.packed.PATH['why']}"
+    cp = gpu.cupy()
+    M, N, K = 300, 203, 1001
+    for _ in range(2):
+        A, B = verify.random_matrix((M, K), "float16"), verify.random_matrix((K, N), "float16")
+        outs = []
+        for off in (False, True):
+            C = cp.empty((M, N), cp.float16)
+            verify.poison(C)
+            if off:
+                with rt.packed.disabled():
+                    rt.gemm(A, B, out=C, strategy=strategy)
+                assert rt.packed.PATH["launch"] == "cupy"
+            else:
+                rt.gemm(A, B, out=C, strategy=strategy)
+                assert rt.packed.PATH["launch"] == "packed"
+            outs.append(C)
+        ref = verify.reference_gemm(A, B)
+        assert all(verify.rel_err(C, ref) <= verify.TOLERANCE["float16"] for C in outs)
+        if not strategy.startswith("streamk"):   # stream-K's owner adds partials as their flags arrive
+            assert bool((outs[0].view(cp.uint16) == outs[1].view(cp.uint16)).all())
