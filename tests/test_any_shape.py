@@ -50,8 +50,10 @@ def test_plans_name_their_strategy_and_reason():
     # the measured row limit: a 128-row tile never takes the one-launch sum, whatever the bandwidth test says
     assert model.fused_is_cheaper(16, 4096, 8) and not model.fused_is_cheaper(model.FUSED_MAX_M + 1, 4096, 8)
     assert not model.fused_is_cheaper(128, 5632, 6) and not model.fused_is_cheaper(128, 5632, 6, model.HOPPER_CFG)
-    tiny = model.plan(1, 5632, 2048, aligned=True, sms=132, hopper=True)   # the Hopper split, one launch too
-    assert (tiny.operands, tiny.schedule, tiny.reduction) == ("hopper", "splitk", "fused")
+    tiny = model.plan(1, 5632, 2048, aligned=True, sms=132, hopper=True)   # GEMV-like: heaven 7's split on sm_90 too
+    assert (tiny.operands, tiny.schedule, tiny.reduction) == ("direct", "splitk", "fused") and "heaven 7's loop" in tiny.reason
+    rows17 = model.plan(model.GEMV_MAX_M + 1, 5632, 2048, aligned=True, sms=132, hopper=True)
+    assert (rows17.operands, rows17.schedule) == ("hopper", "splitk")
     assert model.plan(2176, 4096, 8192, aligned=True, sms=132).schedule == "streamk"
     with pytest.raises(ValueError, match="K=0"):
         model.plan(4, 4, 0, aligned=True, sms=132)

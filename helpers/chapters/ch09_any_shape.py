@@ -277,11 +277,11 @@ ZOO_SMALL = (((256, 256), (1000, 1001), (4093, 4093)), (64, 4093))
 
 
 def candidates(M: int, N: int, K: int, aligned: bool) -> list:
-    """The strategies the zoo compares with the dispatcher's choice on one shape; "hopper"
-    where the runner has a Hopper kernel named and this GPU runs it (chapter 10's zoo)."""
+    """The strategies the zoo compares with the dispatcher's choice on one shape; "hopper" and
+    "hopper_splitk" where the runner has a Hopper kernel named and this GPU runs it (chapter 10's zoo)."""
     ops = ["dp"] if aligned else ["regs", "repack", "padding"]
     out = ["auto"] + ops + ["splitk", "streamk"]
-    return out + (["hopper"] if can_run("hopper") is None else [])
+    return out + (["hopper", "hopper_splitk"] if can_run("hopper") is None else [])
 
 
 def zoo(outs=ZOO_OUT, ks=ZOO_K, dtype: str = "float16", rounds: int = 3, budget_ms: float = 150.0) -> list:

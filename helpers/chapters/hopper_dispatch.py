@@ -65,14 +65,40 @@ def records() -> tuple[list, str]:
     return rows, where
 
 
+def gemv_split_values(rows: list) -> dict:
+    """Split-K on heaven 7's loop against split-K on chapter 10's, end to end through ``gemm()``,
+    on the rows of an end-to-end section (``end_to_end_hopper``) whose C has at most
+    :data:`helpers.models.anyshape.GEMV_MAX_M` rows: per row the best ratio to cuBLAS among the
+    records whose plan is a split-K on each loop (titles "direct + split-K ..." / "repack + split-K
+    ..." and "hopper + split-K ..."). ``disp_gemv_n`` rows with both, ``disp_gemv_h7_wins`` of them
+    where heaven 7's was faster, the two ranges as text (``disp_gemv_h7_span``,
+    ``disp_gemv_hop_span``). KeyError when no row has both."""
+    h7, hop = [], []
+    for r in rows:
+        if r["M"] > model.GEMV_MAX_M:
+            continue
+        mine = [x["ratio"] for x in r["records"] if x.get("ratio") and x["params"].get("path") == "gemm()"
+                and x["title"].split(" + ")[0] in ("direct", "repack") and "split-K" in x["title"]]
+        theirs = [x["ratio"] for x in r["records"] if x.get("ratio") and x["params"].get("path") == "gemm()"
+                  and x["title"].startswith("hopper + split-K")]
+        if mine and theirs:
+            h7.append(max(mine))
+            hop.append(max(theirs))
+    if not h7:
+        raise KeyError("no end-to-end row with at most GEMV_MAX_M rows timed split-K on both loops")
+    return {"disp_gemv_n": len(h7), "disp_gemv_h7_wins": sum(a > b for a, b in zip(h7, hop)),
+            "disp_gemv_h7_span": span(min(h7), max(h7), ".2f"), "disp_gemv_hop_span": span(min(hop), max(hop), ".2f"),
+            "disp_gemv_max_m": model.GEMV_MAX_M}
+
+
 def prose_values() -> dict:
     """The measured numbers this section's Markdown quotes (glue names start with ``disp_``):
     the Hopper path at 4093^3 against cuBLAS and chapter 9's padding path, split-K on both
     loops (all in this section's run), heaven 7's split-K in chapter 9's own record (sections
     ``splitk_*``), the ranges also as text (``*_span``), one call's GPU time at 512 x 512 x 32768,
     and the smallest problem auto hands the Hopper kernel (``disp_hopper_min_mnk``, multiply-adds, as text),
-    in µs of its recorded 4096^3 rate; ``disp_fused_*``: auto's one-launch split-K rows of the end-to-end
-    zoo with chapter 10's kernel (:func:`helpers.chapters.prose_ch09.fused_rows`). KeyError when a record is missing."""
+    in µs of its recorded 4096^3 rate; ``disp_gemv_*``: split-K on both loops at the end-to-end zoo's
+    GEMV-like rows (:func:`gemv_split_values`). KeyError when a record is missing."""
     rows, _ = records()
     odd = [r for r in rows if r["shape"] == list(ODD)]
     out = {}
@@ -92,9 +118,7 @@ def prose_values() -> dict:
     exp = int(f"{model.HOPPER_MIN_MNK:.0e}".split("e")[1])
     sup = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
     out["disp_hopper_min_mnk"] = f"{model.HOPPER_MIN_MNK / 10 ** exp:g} \u00d7 10{str(exp).translate(sup)}"
-    e2e = [r for r in (results.artifact("anyshape") or {}).get("end_to_end_hopper") or []
-           if r["plan"].startswith("hopper")]                  # the rows whose plan runs this chapter's loop
-    out.update({f"disp_fused_{k}": v for k, v in prose_ch09.fused_rows(e2e).items()})
+    out.update(gemv_split_values((results.artifact("anyshape") or {}).get("end_to_end_hopper") or []))
     call = next(r for r in split if r["shape"] == [512, 512, 32768] and r["params"]["strategy"] == "hopper_splitk"
                 and r["dtype"] == "float16")
     out["disp_hopper_call_us"] = call["ms"] * 1e3

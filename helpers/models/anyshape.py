@@ -63,6 +63,13 @@ REGS_MAX_KTILES = 2         # loads through registers beat a repack only for K <
 # 3-4: the hopper column, then the zoo measured again with these rules).
 HOPPER_MIN_MNK = 5e8
 HOPPER_SPLIT_KTILES = 128
+# GEMV-like problems (C of at most 16 rows) keep heaven 7's loop for their split-K on sm_90 too:
+# in the end-to-end zoo of cb44f6119626 (results/h200-anyshape.json, end_to_end_hopper) its split-K
+# ran faster than the Hopper kernel's on every LLM GEMM at 1 and 16 tokens (for example 1 x 5632 x
+# 2048: 1.18 against 0.87 of cuBLAS; 16 x 4096 x 4096: 1.11 against 1.04); at 128 rows and more
+# the Hopper kernel's was the faster or the only split. A 128-row wgmma tile computes 8 to 128
+# times the rows C has there; heaven 7's 16-row mma.sync steps waste less of each step.
+GEMV_MAX_M = 16
 MIN_TILE_USE = 0.75         # padding and chapter 10's 128 x 256 tiles: used fraction of the tiles
 
 
@@ -225,7 +232,8 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
     "atomic"), else stream-K when
     :func:`streamk_policy` says so and there are at least ``MIN_STREAM_KTILES`` k-tiles,
     else data-parallel. ``hopper`` (the GPU runs chapter 10's sm_90a kernel): split-K runs
-    on its main loop (two-pass, :data:`HOPPER_CFG`'s split count) when that keeps as many SMs
+    on its main loop (:data:`HOPPER_CFG`'s split count) when C has more than :data:`GEMV_MAX_M`
+    rows and that keeps as many SMs
     busy or K has :data:`HOPPER_SPLIT_KTILES` of its k-tiles, and a data-parallel problem
     with M*N*K >= :data:`HOPPER_MIN_MNK` whose tiles fill a wave and are
     :data:`MIN_TILE_USE` used runs on it whole.
@@ -247,7 +255,9 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
         if pol != "dp" and kt < MIN_STREAM_KTILES:
             pol, why = "dp", why.split(":")[0] + f", but only {counted(kt, 'k-tile')} per tile: data-parallel"
         sched = {"schedule": "dp"} if pol == "dp" else {"schedule": "streamk", "policy": pol}
-    if hopper and s > 1:
+    if hopper and s > 1 and M <= GEMV_MAX_M:
+        why += f"; sm_90, but C has {counted(M, 'row')} (<= {GEMV_MAX_M}): heaven 7's loop, not chapter 10's"
+    elif hopper and s > 1:
         sh, why_h = choose_splits(M, round_up(N, 8), round_up(K, 8), sms, HOPPER_CFG)
         kth = cdiv(K, HOPPER_CFG["BK"])
         if sh > 1 and (sh * tiles(M, N, HOPPER_CFG) >= s * tiles(M, N, cfg) or kth >= HOPPER_SPLIT_KTILES):
