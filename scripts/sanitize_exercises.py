@@ -5,7 +5,7 @@ Usage (on a GPU machine):
     compute-sanitizer --tool racecheck --error-exitcode 1 python scripts/sanitize_exercises.py
 
 The book checks a reader's kernel in a child process (helpers.runtime.exercise.check); here the
-same child code (helpers.runtime.exercise._child) runs in this process, so the sanitizer sees
+same child code runs in this process (helpers.runtime.exercise.run_here), so the sanitizer sees
 every launch of the solution, of its owner-recording build and of the probe. Only the small odd
 shapes run (the sanitizers slow kernels 10-100x), no timing. The deliberately wrong variants are
 left out: they fault, race or hang on purpose, and tests/gpu/test_exercises_gpu.py checks that
@@ -38,10 +38,9 @@ def main(argv=None) -> int:
             print(f"{ex_id}: skipped, {e.key} needs {spec.needs()}")
             continue
         small = [s for s in e.shapes if max(s) < 512] or list(e.shapes[:1])
-        probe = ex._probe(e, spec.full()) if e.probe else None
-        j = rt.job(e.text("solution"), e.key, small, None, tile=e.tile, probe=probe)
+        j = ex.job_for(e, e.text("solution"), small, timed=False)
         t0 = time.perf_counter()
-        res = rt._child(j)
+        res = rt.run_here(j)
         d = model.diagnose(ex.observe(e, e.text("solution"), res))
         ok = d["hint"] == "pass"
         failed += not ok

@@ -240,6 +240,15 @@ def observe(e: Exercise, source: str, res: dict) -> dict:
     return obs
 
 
+def job_for(e: Exercise, source: str, shapes=None, timed: bool = True) -> dict:
+    """The check job of ``source`` for exercise ``e`` (:func:`helpers.runtime.exercise.job`):
+    its catalog entry, ``shapes`` (default: the exercise's), its tile, its probe, and the
+    timing shape when ``timed``. Raises ValueError as that function does."""
+    spec = catalog.get(e.key)
+    probe = _probe(e, spec.full()) if e.probe else None
+    return rt.job(source, e.key, shapes or e.shapes, TIME_SHAPE if timed else None, tile=e.tile, probe=probe)
+
+
 def run(ex_id: str, source: str, timed: bool = True, timeout_s: float | None = None) -> dict:
     """Check ``source`` (the reader's CUDA) for exercise ``ex_id`` in a child process.
 
@@ -247,11 +256,8 @@ def run(ex_id: str, source: str, timed: bool = True, timeout_s: float | None = N
     the child's result (:func:`helpers.runtime.exercise.check`), "obs"}. Raises
     ValueError for an unknown exercise or an empty source; RuntimeError without a GPU."""
     e = get(ex_id)
-    spec = catalog.get(e.key)
-    p = dict(spec.defaults)
-    probe = _probe(e, spec.full()) if e.probe else None
-    j = rt.job(source, e.key, e.shapes, TIME_SHAPE if timed else None, tile=e.tile, probe=probe)
-    res = rt.check(j, timeout_s=timeout_s or e.timeout_s)
+    p = dict(catalog.get(e.key).defaults)
+    res = rt.check(job_for(e, source, timed=timed), timeout_s=timeout_s or e.timeout_s)
     obs = observe(e, source, res)
     d = model.diagnose(obs)
     return {**d, "result": res, "obs": obs, "params": p}

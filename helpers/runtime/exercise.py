@@ -313,6 +313,13 @@ def _child(j: dict, out: dict | None = None) -> dict:
     return out
 
 
+def run_here(job_: dict) -> dict:
+    """Run ``job_`` in this process, without the child's time limit: what the child runs, for
+    compute-sanitizer to see every launch (``scripts/sanitize_exercises.py``). A kernel that
+    hangs or faults takes this process with it: only for known-good sources. Needs a GPU."""
+    return _child(job_)
+
+
 def main(argv) -> int:
     j = json.loads(Path(argv[0]).read_text())
     out: dict = {}
