@@ -180,3 +180,16 @@ def test_plan_reasons_count_in_proper_plurals():
     why = model.plan(1, 1, 1, aligned=False, sms=132).reason
     assert "1 k-tile in one wave" in why and "1 tile = " in why and "(s)" not in why
     assert "512 tiles = " in model.plan(4096, 4096, 4096, aligned=True, sms=132).reason
+
+
+def test_the_narrow_tile_takes_tall_skinny_problems_only():
+    """C at most NARROW_MAX_N columns with 128 x 64 tiles for every SM: heaven 7's loop on the
+    narrow tile, data-parallel, on either operand path; wider C or too few tiles keep the wide one."""
+    p = model.plan(30000, 64, 16384, aligned=True, sms=132, hopper=True)
+    assert (p.tile, p.operands, p.schedule) == ("narrow", "direct", "dp") and "128 x 64" in p.name
+    q = model.plan(30000, 64, 1002, aligned=False, sms=132, hopper=True)
+    assert q.tile == "narrow" and q.operands in ("padding", "repack")
+    assert model.plan(30000, 128, 16384, aligned=True, sms=132).tile == "wide"
+    assert model.plan(1000, 64, 16384, aligned=True, sms=132).tile == "wide"          # 8 narrow tiles: too few
+    assert model.plan(64, 30000, 16384, aligned=True, sms=132).tile == "wide"
+    assert model.tiles(30000, 64, model.NARROW_CFG) == 235

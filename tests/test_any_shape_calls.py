@@ -47,7 +47,7 @@ def fake(monkeypatch):
     monkeypatch.setattr(gpu, "live", lambda: True)
     monkeypatch.setattr(gpu, "capability", lambda: (8, 0))      # no Hopper path: sm_80
     monkeypatch.setattr(rt, "sm_count", lambda: 132)
-    monkeypatch.setattr(rt, "_kernels", lambda dtype, aligned: {e: FakeKernel(e, log) for e in rt.ENTRIES})
+    monkeypatch.setattr(rt, "_kernels", lambda dtype, aligned, tile="wide": {e: FakeKernel(e, log) for e in rt.ENTRIES})
     monkeypatch.setattr(rt, "_SCRATCH", {})
     monkeypatch.setitem(packed._STATE, "cu", None)               # CuPy's launch path (no driver here)
     monkeypatch.setitem(packed._STATE, "tried", True)
@@ -169,8 +169,8 @@ def test_packed_launches_pass_the_bytes_cupys_launch_passes(fake, monkeypatch, s
     kernels = {}
     orig = rt._kernels
 
-    def kern(dtype, aligned):
-        fns = orig(dtype, aligned)
+    def kern(dtype, aligned, tile="wide"):
+        fns = orig(dtype, aligned, tile)
         kernels.update({f.kernel.ptr: f.name for f in fns.values()})
         return fns
     monkeypatch.setattr(rt, "_kernels", kern)

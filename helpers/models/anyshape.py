@@ -31,6 +31,14 @@ from .words import counted
 
 CFG = {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M": 8}   # heaven 7's tile
 HOPPER_CFG = {**CFG, "BK": 64}   # chapter 10's tile (128 x 256, one 64-wide swizzle atom of K per k-tile)
+# Heaven 7's loop on a 128 x 64 tile, four warps of 64 x 32: for C at most 64 columns wide, where
+# the 128 x 256 tile computes four times the columns C has (30000 x 64 x K: a quarter of each tile
+# used). With K long such a problem reads A once at about the copy rate (its arithmetic intensity
+# is at most N / 2 = 32 FLOP per byte of A), so a tile that wastes no columns and keeps several
+# blocks per SM reading is what it needs.
+NARROW_CFG = {**CFG, "BN": 64, "WN": 32}
+NARROW_MAX_N = 64           # the narrow tile where C has at most this many columns ...
+TILES = {"wide": CFG, "narrow": NARROW_CFG}
 RATE_PER_SM = 2.9e12        # FLOP/s per SM, all SMs busy (H200, heaven-7 main loop)
 COPY_BPS = 4.2e12           # copy kernels, bytes read + written per second
 LAUNCH_S = 4e-6             # one extra kernel launch, seconds
@@ -201,7 +209,8 @@ class Plan:
     "atomic"), ``policy`` (stream-K: "sk", "hybrid",
     "hybrid2"), ``cluster_m`` (split-K on the Hopper kernel: its CLUSTER_M; 1, the default,
     because split-K units fill one wave: no multicast, and no cluster to place), and
-    ``reason``: one line saying why."""
+    ``tile`` (heaven 7's loop: "wide", :data:`CFG`'s 128 x 256, or "narrow", :data:`NARROW_CFG`'s
+    128 x 64) and ``reason``: one line saying why."""
     operands: str = "direct"
     schedule: str = "dp"
     splits: int = 1
@@ -209,13 +218,16 @@ class Plan:
     policy: str = "hybrid2"
     reason: str = ""
     cluster_m: int = 1
+    tile: str = "wide"
 
     @property
     def name(self) -> str:
-        """Short label: "repack + split-K 16 (two-pass)", "direct + stream-K (hybrid2)", "regs"."""
+        """Short label: "repack + split-K 16 (two-pass)", "direct + stream-K (hybrid2)", "regs",
+        "direct, 128 x 64 tiles" (the narrow tile)."""
         s = {"dp": "", "splitk": f" + split-K {self.splits} ({self.reduction})",
              "streamk": f" + stream-K ({self.policy})"}[self.schedule]
-        return self.operands + s
+        t = "" if self.tile == "wide" else f", {TILES[self.tile]['BM']} x {TILES[self.tile]['BN']} tiles"
+        return self.operands + s + t
 
 
 def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
@@ -268,6 +280,11 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
     if hopper and s == 1 and M * N * K >= HOPPER_MIN_MNK and nh >= sms and tile_use(M, N, HOPPER_CFG) >= MIN_TILE_USE:
         return Plan(operands="hopper", reason=f"sm_90, M*N*K >= {HOPPER_MIN_MNK:.0e}".replace("e+0", "e") + f", {nh} tiles of 128 x 256 for {sms} SMs: "
                                               "chapter 10's TMA + wgmma kernel (A and B copied only where TMA cannot read them)")
+    tile = "wide"
+    if N <= NARROW_MAX_N and tiles(M, N, NARROW_CFG) >= sms and cfg is CFG:
+        tile, cfg, sched = "narrow", NARROW_CFG, {"schedule": "dp"}
+        why = (f"N = {N} (<= {NARROW_MAX_N}): {counted(tiles(M, N, NARROW_CFG), 'tile')} of 128 x 64 for {sms} SMs, "
+               "data-parallel (a 128 x 256 tile would use a quarter of its columns or less)")
     if aligned:
         ops, why_o = "direct", "aligned rows: cp.async reads A and B in place"
     else:
@@ -278,7 +295,7 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
                  "padding": "unaligned rows, more than a wave of well-used tiles: A and B padded to tile "
                             "multiples (no guard fires), C copied back",
                  "repack": "unaligned rows: A and B repacked to 16-byte rows"}[ops]
-    return Plan(operands=ops, reason=f"{why_o}; {why}", **sched)
+    return Plan(operands=ops, reason=f"{why_o}; {why}", tile=tile, **sched)
 
 
 def zoo_row(recs: list) -> dict:

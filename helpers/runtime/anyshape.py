@@ -53,14 +53,16 @@ def scratch(name: str, shape, dtype, zero: bool = False):
 _BUILDS: dict = {}
 
 
-def _kernels(dtype: str, aligned: bool) -> dict:
-    """The entry points of one build (:data:`ENTRIES`, one NVRTC compile), shared memory opted in."""
-    k = (dtype, bool(aligned))
+def _kernels(dtype: str, aligned: bool, tile: str = "wide") -> dict:
+    """The entry points of one build (:data:`ENTRIES`, one NVRTC compile) on ``tile``'s
+    configuration (:data:`helpers.models.anyshape.TILES`), shared memory opted in."""
+    k = (dtype, bool(aligned), tile)
     if k not in _BUILDS:
-        p = {**model.CFG, **DTYPES[dtype][1], "ALIGNED": int(aligned)}
+        cfg = model.TILES[tile]
+        p = {**cfg, **DTYPES[dtype][1], "ALIGNED": int(aligned)}
         fns = kc.build_all(FILE, ENTRIES, p)
         for e in ("gemm_any", "gemm_streamk"):
-            fns[e].max_dynamic_shared_size_bytes = smem(model.CFG)
+            fns[e].max_dynamic_shared_size_bytes = smem(cfg)
         _BUILDS[k] = fns
     return _BUILDS[k]
 
@@ -159,8 +161,8 @@ def prepare(plan: model.Plan, M: int, N: int, K: int, dtype: str, bits: tuple) -
     i32 = np.int32
     if plan.operands == "hopper":
         return _keep(_PREPARED, key, _prepare_hopper(plan, M, N, K, dtype, bits))
-    fns = _kernels(dtype, plan.operands != "regs")
-    cfg = model.CFG
+    fns = _kernels(dtype, plan.operands != "regs", plan.tile)
+    cfg = model.TILES[plan.tile]
     smem_b, nt = smem(cfg), (threads(cfg),)
     w0 = scratch("w_unused", (4,), np.float32)
     f0 = scratch("flags_unused", (1,), np.int32)   # gemm_any's tile counters: read by mode 3 only
@@ -367,7 +369,7 @@ class _HopperArgs:
 
 
 # ------------------------------------------------------------------ strategies and the dispatcher
-STRATEGIES = ("auto", "dp", "regs", "repack", "padding", "splitk", "splitk_atomic", "streamk", "streamk_sk",
+STRATEGIES = ("auto", "dp", "narrow", "regs", "repack", "padding", "splitk", "splitk_atomic", "streamk", "streamk_sk",
               "hopper", "hopper_splitk")
 
 
@@ -375,7 +377,8 @@ def plan_for(strategy: str, M: int, N: int, K: int, aligned: bool, sms: int | No
     """The :class:`~helpers.models.anyshape.Plan` of a named strategy for this shape.
 
     "auto": the dispatcher (:func:`helpers.models.anyshape.plan`); "dp": data-parallel, A and
-    B read in place if ``aligned`` else repacked; "regs", "repack", "padding": data-parallel
+    B read in place if ``aligned`` else repacked; "narrow": the same on 128 x 64 tiles
+    (:data:`helpers.models.anyshape.NARROW_CFG`); "regs", "repack", "padding": data-parallel
     with that operand path; "splitk" / "splitk_atomic": the model's split count (at least 2),
     two-pass or atomic; "streamk": CUTLASS's hybrid (whole waves but one data-parallel),
     "streamk_sk": every tile streamed; "hopper": chapter 10's rung 5 (sm_90 only);
@@ -386,6 +389,8 @@ def plan_for(strategy: str, M: int, N: int, K: int, aligned: bool, sms: int | No
     if strategy == "auto":
         return model.plan(M, N, K, aligned=aligned, sms=sms, hopper=can_run("hopper") is None)
     ops = "direct" if aligned else "repack"
+    if strategy == "narrow":
+        return model.Plan(operands=ops, tile="narrow", reason="heaven 7's loop on 128 x 64 tiles, data-parallel (asked for)")
     if strategy in ("regs", "repack", "padding"):
         return model.Plan(operands=strategy, reason=f"{strategy}, data-parallel (asked for)")
     if strategy.startswith("splitk"):

@@ -186,3 +186,15 @@ def test_packed_launches_compute_what_cupys_launch_computes(strategy):
         assert all(verify.rel_err(C, ref) <= verify.TOLERANCE["float16"] for C in outs)
         if not strategy.startswith("streamk"):   # stream-K's owner adds partials as their flags arrive
             assert bool((outs[0].view(cp.uint16) == outs[1].view(cp.uint16)).all())
+
+
+@pytest.mark.parametrize("shape,offsets", [((17000, 64, 256), (0, 0, 0)), ((20001, 61, 1003), (1, 1, 1)),
+                                           ((30000, 64, 1002), (0, 0, 0))])
+def test_tall_skinny_runs_on_the_narrow_tile_and_is_correct(shape, offsets):
+    """C at most 64 columns wide with enough 128 x 64 tiles for every SM: auto picks the narrow
+    tile (heaven 7's loop, 128 x 64), on aligned and unaligned operands, and the result is right."""
+    M, N, K = shape
+    p = rt.plan_for("auto", M, N, K, offsets == (0, 0, 0) and K % 8 == 0 and N % 8 == 0)
+    assert p.tile == "narrow", p
+    (rec,) = ch.measure(["auto"], shape, "float16", offsets, check_only=True)
+    assert rec["rel_err"] is not None and rec["rel_err"] <= verify.TOLERANCE["float16"]
