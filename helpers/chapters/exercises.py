@@ -241,11 +241,9 @@ def observe(e: Exercise, source: str, res: dict) -> dict:
 
 
 def job_for(e: Exercise, source: str, shapes=None, timed: bool = True) -> dict:
-    """The check job of ``source`` for exercise ``e`` (:func:`helpers.runtime.exercise.job`):
-    its catalog entry, ``shapes`` (default: the exercise's), its tile, its probe, and the
-    timing shape when ``timed``. Raises ValueError as that function does."""
-    spec = catalog.get(e.key)
-    probe = _probe(e, spec.full()) if e.probe else None
+    """The check job of ``source`` for exercise ``e`` (:func:`helpers.runtime.exercise.job`, which
+    raises ValueError): its entry, ``shapes`` (default: its own), tile, probe, timing shape."""
+    probe = _probe(e, catalog.get(e.key).full()) if e.probe else None
     return rt.job(source, e.key, shapes or e.shapes, TIME_SHAPE if timed else None, tile=e.tile, probe=probe)
 
 
