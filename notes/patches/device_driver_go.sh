@@ -11,7 +11,7 @@ SLUG=h200
 if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   echo "NOT an H200: $(nvidia-smi --query-gpu=name --format=csv,noheader); records skipped, tests only"
   [ -n "${ONLY_H200:-}" ] && { echo "ONLY_H200: stopping"; exit 3; }
-  set -- $(for s in "$@"; do case $s in pre|pre27|t_any|san|san9|sanex|host|extra|t_ex|nbval|fusedab|nbsub|fp8ahead) echo $s;; esac; done)
+  set -- $(for s in "$@"; do case $s in pre|pre9|pre27|t_any|san|san9|sanex|host|extra|t_ex|nbval|fusedab|nbsub|fp8ahead) echo $s;; esac; done)
 fi
 SAN="compute-sanitizer --report-api-errors no --error-exitcode 1 --print-limit 20"
 declare -A EST=([pre]=120 [t_any]=90 [san]=70 [san9]=150 [results]=170 [anyshape]=115 [fp8]=40 [exercises]=105
