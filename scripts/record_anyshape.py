@@ -18,7 +18,9 @@ and the LLM GEMMs, beside the kernel-only run(), chapter 9's kernels only), ``ho
 (CPU microseconds per call of gemm(), run() and cupy.matmul), ``hopper_dispatch`` and
 ``end_to_end_hopper`` (chapter 10's last section: its kernel as the dispatcher's "hopper"
 strategies; sm_90), ``reductions`` (split-K's two deterministic reductions at the same split
-count, on both loops: the control behind the dispatcher's row limit for the one-launch sum). Sections other than check_grid, host and those two run with chapter 9's
+count, on both loops: the control behind the dispatcher's row limit for the one-launch sum), ``memory_bound``
+(tall-skinny and short-K shapes, auto's plan and the wide tile, against cuBLAS and against a copy of the
+same compulsory bytes). Sections other than check_grid, host and those two run with chapter 9's
 kernels only (``anyshape.without_hopper``). Every speed is a ratio to cuBLAS timed on the same inputs in
 alternating rounds; every result was checked against float64 first. The file's
 ``provenance`` says where and when (GPU, driver, CuPy, date, commit), and each
@@ -53,6 +55,7 @@ SECTIONS = {
     "hopper_dispatch": hd.hopper_dispatch,
     "end_to_end_hopper": hd.end_to_end_hopper,
     "reductions": e2e.reduction_control,
+    "memory_bound": e2e.memory_bound_rows,
 }
 WITH_HOPPER = ("check_grid", "host", "hopper_dispatch", "end_to_end_hopper", "reductions")   # the others: chapter 9's kernels
 

@@ -7,7 +7,7 @@ A module of its own because ``helpers/chapters/ch09_any_shape.py`` is near its 5
 limit; it belongs to chapter 9's page. Chapter 9 measures its own kernels only (the
 mma.sync family of ``kernels/09_any_shape.cu``): every measurement here runs inside
 :func:`helpers.runtime.anyshape.without_hopper`. Recorded by ``scripts/record_anyshape.py``
-(sections ``end_to_end`` and ``host``) into ``results/<gpu>-anyshape.json``.
+(sections ``end_to_end``, ``host`` and ``memory_bound``) into ``results/<gpu>-anyshape.json``.
 """
 from __future__ import annotations
 
@@ -245,3 +245,75 @@ def show_reduction_control() -> None:
                "The same split count with each deterministic reduction, kernel-only (pre-planned run()), each "
                "checked against float64 and timed against cuBLAS in alternating rounds; one launch ÷ two-pass is "
                f"the quotient of the two ratios (above 1: the one-launch sum is faster); {where}.")
+
+
+# Shapes under the ridge point: C at most 64 columns wide (tall and skinny) and K = 64 (short K).
+# Their arithmetic intensity is at most about N (or K) FLOP per byte, so the bound that matters is
+# the copy rate, not the Tensor Cores.
+MEMORY_BOUND = ((30000, 64, 1002), (30000, 64, 4093), (30000, 64, 16384), (32768, 64, 4096), (8192, 8192, 64))
+
+
+def compulsory_bytes(M: int, N: int, K: int, esize: int = 2) -> int:
+    """Bytes a GEMM must move at least: read A (M x K) and B (K x N) once, write C (M x N)."""
+    return esize * (M * K + K * N + M * N)
+
+
+def memory_bound_rows(dtype: str = "float16", shapes=MEMORY_BOUND, rounds: int = 3, budget_ms: float = 60.0) -> list:
+    """Live, chapter 9's kernels only: each shape through ``gemm()`` with auto's plan and with
+    the wide tile (strategy "dp", the control of the narrow tile; the same plan where auto keeps
+    the wide one). Each is checked against float64 and timed against cuBLAS in alternating
+    rounds (:func:`helpers.runtime.bench.measure`), then against a device-to-device copy that
+    moves the same compulsory bytes (:func:`compulsory_bytes`: a copy of half of them reads and
+    writes them all) in alternating rounds (:func:`helpers.runtime.timing.time_pair`). One row
+    per (shape, strategy): "M", "N", "K", "strategy", "plan", "TFLOP/s", "of cuBLAS", "FLOP/B"
+    (2MNK over the compulsory bytes), "of the copy bound" (copy ms / gemm ms: 1 would move the
+    compulsory bytes at the copy's rate), "copy GB/s" (that copy's rate, bytes read + written)."""
+    cp = gpu.cupy()
+    rows = []
+    with rt.without_hopper():
+        for M, N, K in shapes:
+            data = bench.inputs((M, N, K), dtype)
+            A, B, C = data.args()
+            al = rt.aligned_inputs(A, B)
+            nbytes = compulsory_bytes(M, N, K)
+            src = cp.empty(nbytes // 2, cp.uint8)
+            dst = cp.empty_like(src)
+            seen = set()
+            for st in ("auto", "dp"):
+                p = rt.plan_for(st, M, N, K, al)
+                if p.name in seen:
+                    continue
+                seen.add(p.name)
+                rec = bench.measure(lambda A, B, C, st=st: rt.gemm(A, B, out=C, strategy=st), (M, N, K), dtype,
+                                    data=data, rounds=rounds, budget_ms=budget_ms, chapter=9, kernel=f"gemm:{st}",
+                                    title=p.name, params={"strategy": st, "path": "gemm()"}, note=p.reason,
+                                    what=f"gemm(strategy={st!r}) at {M} x {N} x {K}").as_dict()
+                t = timing.time_pair(lambda st=st: rt.gemm(A, B, out=C, strategy=st), timing.memcpy_d2d(dst, src),
+                                     rounds=rounds, budget_ms=budget_ms)
+                rows.append({"M": M, "N": N, "K": K, "dtype": dtype, "strategy": st, "plan": p.name,
+                             "TFLOP/s": rec["value"], "of cuBLAS": rec["ratio"],
+                             "FLOP/B": bench.sig(timing.gemm_flops(M, N, K) / nbytes, 3),
+                             "of the copy bound": bench.sig(t["ref_ms"] / t["ms"], 3),
+                             "copy GB/s": bench.sig(nbytes / (t["ref_ms"] * 1e-3) / 1e9, 4), "records": [rec]})
+    return rows
+
+
+def show_memory_bound() -> list:
+    """Table and bars of :func:`memory_bound_rows`: live where this GPU runs chapter 9's kernels,
+    else the record (section ``memory_bound``)."""
+    if ch9.live_here():
+        rows, where = memory_bound_rows(), results.where(True)
+    else:
+        rows, where = ch9.recorded("memory_bound")
+    if not rows:
+        show.note(f"The memory-bound shapes are not in the record ({where}) yet: on an sm_80+ GPU, "
+                  "`python scripts/record_anyshape.py --sections memory_bound` measures them.", title="Memory-bound")
+        return []
+    show.table(rows, {"M": "M", "N": "N", "K": "K", "plan": "plan", "FLOP/B": "FLOP/B", "TFLOP/s": "TFLOP/s",
+                      "of cuBLAS": "of cuBLAS", "of the copy bound": "of the copy bound", "copy GB/s": "copy GB/s"},
+               f"gemm() with auto's plan and with the wide tile, each timed against cuBLAS and, in other "
+               f"alternating rounds, against a device-to-device copy of the same compulsory bytes (read A and B, "
+               f"write C once); chapter 9's kernels only; {where}.")
+    show.figure(fig.memory_bound_figure(rows, where))
+    return rows
+

@@ -65,6 +65,29 @@ def reduction_bounds(rows: list) -> dict:
             "all_equal": all(r["bit-equal"] for r in rows)}
 
 
+def memory_bound_values(rows: list) -> dict:
+    """From :func:`helpers.chapters.end_to_end.memory_bound_rows`: the tall-skinny rows (N at most
+    :data:`helpers.models.anyshape.NARROW_MAX_N`) on the narrow tile and on the wide control, as
+    spans of "of the copy bound" (``mb_narrow_copy_span``, ``mb_wide_copy_span``) and of "of
+    cuBLAS" (``mb_narrow_cublas_span``, ``mb_wide_cublas_span``), their FLOP per byte
+    (``mb_ai_span``), the short-K row (K = 64: ``mb_short_copy``, ``mb_short_cublas``, ``mb_short``
+    its shape as text) and the copy's rate (``mb_copy_span``, GB/s). KeyError when a group is empty."""
+    skinny = [r for r in rows if r["N"] <= model.NARROW_MAX_N]
+    narrow = [r for r in skinny if r["strategy"] == "auto" and "128 x 64" in r["plan"]]
+    wide = [r for r in skinny if r["strategy"] == "dp"]
+    short = [r for r in rows if r["K"] <= 64 and r["strategy"] == "auto"]
+    if not narrow or not wide or not short:
+        raise KeyError("the memory_bound section needs narrow, wide and short-K rows")
+    out = {}
+    for name, rs, key, fmt in (("narrow_copy", narrow, "of the copy bound", ".2f"), ("wide_copy", wide, "of the copy bound", ".2f"),
+                               ("narrow_cublas", narrow, "of cuBLAS", ".2f"), ("wide_cublas", wide, "of cuBLAS", ".2f"),
+                               ("ai", skinny, "FLOP/B", ".0f"), ("copy", rows, "copy GB/s", ".0f")):
+        out[f"mb_{name}_span"] = span(min(r[key] for r in rs), max(r[key] for r in rs), fmt)
+    out["mb_short_copy"], out["mb_short_cublas"] = short[0]["of the copy bound"], short[0]["of cuBLAS"]
+    out["mb_short"] = f"{short[0]['M']} \u00d7 {short[0]['N']} \u00d7 {short[0]['K']}"
+    return out
+
+
 def prose_values() -> dict:
     """Every measured number of chapter 9's Markdown (ratios to cuBLAS unless named otherwise;
     ``*_us`` in µs, ``*_ms`` in ms, ``*_mhz`` in MHz, ``*_w`` in W, fractions for shares), from
@@ -74,13 +97,14 @@ def prose_values() -> dict:
     split-K rows (:func:`fused_rows`); ``fused_ctl_*``, ``fused_max_m``: the control of the two
     reductions (section ``reductions``, :func:`reduction_bounds`; ``*_span`` as text); ``run_slower_n`` of ``e2e_n`` shapes where the pre-planned run()
     timed slower than the whole gemm() call, by up to ``run_slower_max``), the board's power limit in results/<gpu>.json, and the wave model
-    (:func:`helpers.models.anyshape.waves`). KeyError when a record is missing."""
+    (:func:`helpers.models.anyshape.waves`); ``mb_*``: the memory-bound shapes (:func:`memory_bound_values`).
+    KeyError when a record is missing."""
     doc = results.artifact("anyshape")
     if not doc:
         raise KeyError("results/<gpu>-anyshape.json is not recorded")
     big, odd = (4096, 4096, 4096), (4093, 4093, 4093)
+    out = memory_bound_values(doc["memory_bound"])
     f16 = [r for r in doc["odd"] if r["dtype"] == "float16"]
-    out = {}
     out["cublas_odd_lo"], out["cublas_odd_hi"] = bounds(r["reference_value"] for r in f16 if r["shape"] == list(odd))
     out["cublas_big_lo"], out["cublas_big_hi"] = bounds(r["reference_value"] for r in f16 if r["shape"] == list(big))
     out["direct_ratio"] = _odd(doc, "float16", big, "direct")["ratio"]

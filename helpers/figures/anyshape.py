@@ -193,3 +193,27 @@ def end_to_end_figure(rows: list, where: str):
                                    f"a measurement, {where}"),
                       height=160 + 52 * sum(heights), margin=dict(l=60, r=20, t=160, b=20))
     return fig
+
+
+def memory_bound_figure(rows: list, where: str):
+    """Horizontal bars: each (shape, plan) row's fraction of the copy bound (``of the copy
+    bound``: the compulsory bytes at the same run's copy rate over the measured time); a dashed
+    line at 1 (the copy's rate). Hover: TFLOP/s, ratio to cuBLAS, FLOP per byte."""
+    fig = go.Figure()
+    for i, wide in enumerate((False, True)):
+        rs = [r for r in rows if (r["strategy"] == "dp") == wide]
+        fig.add_trace(go.Bar(
+            y=[f"{r['M']} x {r['N']} x {r['K']}" for r in rs], x=[r["of the copy bound"] for r in rs], orientation="h",
+            name="the wide 128 x 256 tile (control)" if wide else "auto's plan", marker_color=GROUP_COLORS[i],
+            text=[style.ratio_text(r["of the copy bound"]) for r in rs], textposition="outside", cliponaxis=False,
+            customdata=[[r["plan"], r["TFLOP/s"], r["of cuBLAS"], r["FLOP/B"]] for r in rs],
+            hovertemplate="%{y}: %{customdata[0]}<br>%{x:.2f} of the copy bound, %{customdata[1]} TFLOP/s, "
+                          "%{customdata[2]} of cuBLAS<br>%{customdata[3]} FLOP/B<extra></extra>"))
+    fig.add_vline(x=1.0, line_dash="dash", line_color="gray")
+    n = len({(r["M"], r["N"], r["K"]) for r in rows})
+    fig.update_layout(title=_title("Memory-bound shapes: fraction of the copy bound", where), barmode="group",
+                      height=max(260, 90 + 56 * n), xaxis_title="compulsory bytes at the copy's rate / time (1: the copy's rate)",
+                      yaxis=dict(autorange="reversed"), legend=dict(orientation="h", y=-0.2),
+                      margin=dict(l=10, r=30, t=80, b=60))
+    return fig
+
