@@ -29,6 +29,7 @@ from helpers.runtime.anyshape import (DTYPES, FILE, H200_SMS, MIN_CC, STRATEGIES
 from helpers.runtime.catalog import Kernel, register
 from helpers.runtime.checks import multiple_of, require
 
+from . import prose_ch09
 from .common import control_note, replacing
 
 
@@ -374,8 +375,9 @@ def show_splitk(dtype: str = "float16", live: bool = True) -> list:
     recs, where = _get(f"splitk_{dtype}", lambda: splitk_rows(dtype), "Split-K", live)
     if not recs:
         return []
-    show.table(recs, {**_COLS, "splits": "splits", "over_no_split": "over no split"},
-               f"Split-K, {dtype}; cuBLAS on the same shape, same run; {where}.")
+    show.table(prose_ch09.with_shape_cublas(recs), {**_COLS, "of_shape_cublas": "of the shape's cuBLAS median", "splits":
+               "splits", "over_no_split": "over no split"}, f"Split-K, {dtype}; cuBLAS on the same shape, same run "
+               f"(ratio: against the row's own cuBLAS timing; the median: against all of the shape's); {where}.")
     recs = [{**r, "where": where} for r in recs]
     M, N, K = recs[0]["shape"]
     sms = rt.sm_count() if (live and live_here()) else H200_SMS

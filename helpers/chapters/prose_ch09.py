@@ -65,6 +65,24 @@ def reduction_bounds(rows: list) -> dict:
             "all_equal": all(r["bit-equal"] for r in rows)}
 
 
+def with_shape_cublas(recs: list) -> list:
+    """``recs`` (records of several strategies per shape, each timed against its own cuBLAS
+    timing) with ``of_shape_cublas``: the record's TFLOP/s over the median of every cuBLAS
+    TFLOP/s taken for its shape and dtype in the same list. On calls of tens of microseconds
+    one cuBLAS timing moves by several per cent from row to row, enough to reorder rows whose
+    TFLOP/s are close; one median per shape keeps the column in TFLOP/s order."""
+    med: dict = {}
+    for r in recs:
+        if r.get("reference_value"):
+            med.setdefault((tuple(r["shape"]), r["dtype"]), []).append(r["reference_value"])
+    out = []
+    for r in recs:
+        m = sorted(med.get((tuple(r["shape"]), r["dtype"]), []))
+        ref = (m[len(m) // 2] if len(m) % 2 else (m[len(m) // 2 - 1] + m[len(m) // 2]) / 2) if m else None
+        out.append({**r, "of_shape_cublas": round(r["value"] / ref, 3) if ref and r.get("value") else None})
+    return out
+
+
 def memory_bound_values(rows: list) -> dict:
     """From :func:`helpers.chapters.end_to_end.memory_bound_rows`: the tall-skinny rows (N at most
     :data:`helpers.models.anyshape.NARROW_MAX_N`) on the narrow tile and on the wide control, as
