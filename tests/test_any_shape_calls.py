@@ -200,3 +200,22 @@ def test_packed_launches_pass_the_bytes_cupys_launch_passes(fake, monkeypatch, s
 def test_packed_refuses_an_argument_it_cannot_size():
     with pytest.raises(TypeError, match="kernel argument of type int"):
         packed._cell(7)
+
+
+def test_a_kernel_the_packing_cannot_take_falls_back_to_cupys_launch(fake, monkeypatch):
+    """A kernel without a driver handle (here: no ``.kernel``): the call still runs, through
+    CuPy's launch, and packed launches stay off with the reason recorded."""
+    monkeypatch.setitem(packed._STATE, "cu", FakeDriver({}, {}))
+    monkeypatch.setitem(packed._STATE, "on", True)
+    orig = rt._kernels
+
+    def handleless(dtype, aligned, tile="wide"):
+        fns = orig(dtype, aligned, tile)
+        for f in fns.values():
+            del f.kernel
+        return fns
+    monkeypatch.setattr(rt, "_kernels", handleless)
+    A, B, C = _abc(64, 64, 64)
+    rt.gemm(A, B, out=C)
+    assert [n for n, _, _ in fake] == ["gemm_any"] and packed.PATH["launch"] == "cupy"
+    assert not packed.enabled() and "AttributeError" in packed.PATH["why"]

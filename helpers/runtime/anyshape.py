@@ -236,11 +236,16 @@ def _replay(steps, A, B, C) -> None:
     packed launches (:mod:`helpers.runtime.packed`, the arguments converted once per step) where
     cuda-bindings loads, else through CuPy's ``RawKernel`` call (every argument converted per launch)."""
     if packed.enabled():
-        stream = packed.stream_handle()
-        for step in steps:
-            step.packed(A, B, C).launch(A, B, C, stream, _next_epoch() if step.epoch else 0)
-        packed.PATH["launch"] = "packed"
-        return
+        try:
+            ready = [step.packed(A, B, C) for step in steps]
+        except (AttributeError, TypeError) as e:  # a kernel or argument the packing cannot take
+            packed.give_up(e)                     # CuPy's launch from here on (packed.PATH says why)
+        else:
+            stream = packed.stream_handle()
+            for step, p in zip(steps, ready):
+                p.launch(A, B, C, stream, _next_epoch() if step.epoch else 0)
+            packed.PATH["launch"] = "packed"
+            return
     for fn, grid, block, args, smem_b, slots in steps:
         if callable(args):                       # Hopper: arguments built from the call's pointers (cached)
             args = args(A, B, C)

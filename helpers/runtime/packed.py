@@ -53,6 +53,12 @@ def enabled() -> bool:
     return _STATE["on"] and _driver() is not None
 
 
+def give_up(err: Exception) -> None:
+    """Turn packed launches off for this process (CuPy's launch from now on), recording why."""
+    _STATE["on"] = False
+    PATH["why"] = f"packing failed ({type(err).__name__}: {err})"
+
+
 @contextlib.contextmanager
 def disabled():
     """Inside this block every launch goes through CuPy's ``RawKernel`` call (the control)."""
