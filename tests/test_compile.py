@@ -109,7 +109,7 @@ def nvcc_build(item):
     """(file, entry, defines, arch) of the nvcc build a test of this module reads, or None
     (tests/conftest.py starts these builds in the background)."""
     cs = getattr(item, "callspec", None)
-    if cs is None or NVCC is None:
+    if cs is None or NVCC is None or "key" not in cs.params:
         return None
     spec = catalog.get(cs.params["key"])
     if item.originalname == "test_nvcc_compiles_without_spills":
@@ -212,3 +212,18 @@ def test_nvcc_cache_is_keyed_on_what_the_build_reads(tmp_path, monkeypatch):
     assert kc.nvcc_check(cu.name, "k", {"N": 32})["smem_static"] == 256
     kc.nvcc_check(cu.name, "k", {"N": 32}, arch="sm_80")
     assert len(list(cache.glob("*.json"))) == 4
+
+
+@pytest.mark.parametrize("tile", ["wide", "narrow"])
+@pytest.mark.parametrize("aligned,bf16", [(1, 0), (0, 1)])
+def test_the_dispatchers_tile_builds_compile_without_spills(tile, aligned, bf16):
+    """The builds chapter 9's runner makes of kernels/09_any_shape.cu (helpers.runtime.anyshape._kernels:
+    each tile configuration of helpers.models.anyshape.TILES, fp16 and bf16, both operand paths):
+    gemm_any compiles for sm_80 without spills, within the shared memory the runner opts into."""
+    from helpers.models import anyshape as model
+    cfg = model.TILES[tile]
+    defines = {**cfg, "ALIGNED": aligned, "BF16": bf16}
+    r = kc.nvcc_check("09_any_shape.cu", "gemm_any", defines, arch="sm_80")
+    smem = cfg["STAGES"] * (cfg["BM"] * cfg["BK"] + cfg["BK"] * cfg["BN"]) * 2
+    assert r["smem_static"] + smem <= SMEM_LIMIT["sm_80"], r
+    assert r["spill_stores"] == 0 and r["spill_loads"] == 0, f"{tile} aligned={aligned} bf16={bf16}: {r}"
