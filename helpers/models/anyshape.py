@@ -289,7 +289,9 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
         ops, why_o = "direct", "aligned rows: cp.async reads A and B in place"
     else:
         one_wave = tiles(M, N, cfg) <= sms
-        full = not one_wave and sched["schedule"] == "dp" and tile_use(M, N, cfg) >= MIN_TILE_USE
+        # the narrow tile repacks: padding (its C copied back too) ran slower on every unaligned
+        # tall-skinny shape tried (H100, 2026-12-06: 30000 x 64 x 1002 0.44 against 0.49 of cuBLAS)
+        full = not one_wave and sched["schedule"] == "dp" and tile_use(M, N, cfg) >= MIN_TILE_USE and tile == "wide"
         ops = "regs" if (kt <= REGS_MAX_KTILES and one_wave) else "padding" if full else "repack"
         why_o = {"regs": f"unaligned rows, {counted(kt, 'k-tile')} in one wave: loads through registers, no copy",
                  "padding": "unaligned rows, more than a wave of well-used tiles: A and B padded to tile "
