@@ -193,3 +193,28 @@ def test_the_narrow_tile_takes_tall_skinny_problems_only():
     assert model.plan(1000, 64, 16384, aligned=True, sms=132).tile == "wide"          # 8 narrow tiles: too few
     assert model.plan(64, 30000, 16384, aligned=True, sms=132).tile == "wide"
     assert model.tiles(30000, 64, model.NARROW_CFG) == 235
+
+
+def test_memory_bound_values_and_figure_read_the_rows_they_are_given():
+    """The glue of chapter 9's memory-bound step and its figure, on synthetic rows: narrow and
+    wide spans kept apart, the short-K row found, one trace per strategy present."""
+    from helpers.chapters import prose_ch09
+    from helpers.figures import anyshape as fig
+
+    def row(M, N, K, st, plan, copy, cub, ai=60.0):
+        return {"M": M, "N": N, "K": K, "strategy": st, "plan": plan, "of the copy bound": copy, "of cuBLAS": cub,
+                "FLOP/B": ai, "copy GB/s": 3900.0, "TFLOP/s": 100.0}
+    rows = [row(30000, 64, 16384, "auto", "direct, 128 x 64 tiles", 0.9, 1.05),
+            row(30000, 64, 16384, "dp", "direct", 0.6, 0.7),
+            row(30000, 64, 1002, "auto", "repack, 128 x 64 tiles", 0.5, 0.49),
+            row(30000, 64, 1002, "dp", "repack", 0.4, 0.39),
+            row(30000, 64, 1002, "regs narrow", "regs, 128 x 64 tiles", 0.55, 0.52),
+            row(8192, 8192, 64, "auto", "direct", 0.3, 0.31, ai=63.0)]
+    v = prose_ch09.memory_bound_values(rows)
+    assert v["mb_narrow_copy_span"] == "0.50 to 0.90" and v["mb_wide_copy_span"] == "0.40 to 0.60"
+    assert v["mb_short_copy"] == 0.3 and "8192" in v["mb_short"]
+    f = fig.memory_bound_figure(rows, "synthetic rows")
+    assert [t.name for t in f.data] == ["auto's plan", "the wide 128 x 256 tile (control)",
+                                        "registers path, narrow tile (control)"]
+    with pytest.raises(KeyError):
+        prose_ch09.memory_bound_values(rows[:2])

@@ -261,7 +261,8 @@ def compulsory_bytes(M: int, N: int, K: int, esize: int = 2) -> int:
 def memory_bound_rows(dtype: str = "float16", shapes=MEMORY_BOUND, rounds: int = 3, budget_ms: float = 60.0) -> list:
     """Live, chapter 9's kernels only: each shape through ``gemm()`` with auto's plan and with
     the wide tile (strategy "dp", the control of the narrow tile; the same plan where auto keeps
-    the wide one). Each is checked against float64 and timed against cuBLAS in alternating
+    the wide one), and on unaligned tall-skinny shapes the registers path on the narrow tile
+    (strategy "regs narrow", pre-planned ``run()``: no copy of A at all). Each is checked against float64 and timed against cuBLAS in alternating
     rounds (:func:`helpers.runtime.bench.measure`), then against a device-to-device copy that
     moves the same compulsory bytes (:func:`compulsory_bytes`: a copy of half of them reads and
     writes them all) in alternating rounds (:func:`helpers.runtime.timing.time_pair`). One row
@@ -279,16 +280,20 @@ def memory_bound_rows(dtype: str = "float16", shapes=MEMORY_BOUND, rounds: int =
             src = cp.empty(nbytes // 2, cp.uint8)
             dst = cp.empty_like(src)
             seen = set()
-            for st in ("auto", "dp"):
-                p = rt.plan_for(st, M, N, K, al)
+            cands = [(st, rt.plan_for(st, M, N, K, al)) for st in ("auto", "dp")]
+            if not al and N <= model.NARROW_MAX_N:   # no copy at all: unaligned rows through registers
+                cands.append(("regs narrow", model.Plan(operands="regs", tile="narrow", reason="registers path, "
+                                                        "128 x 64 tiles (control)")))
+            for st, p in cands:
                 if p.name in seen:
                     continue
                 seen.add(p.name)
-                rec = bench.measure(lambda A, B, C, st=st: rt.gemm(A, B, out=C, strategy=st), (M, N, K), dtype,
-                                    data=data, rounds=rounds, budget_ms=budget_ms, chapter=9, kernel=f"gemm:{st}",
-                                    title=p.name, params={"strategy": st, "path": "gemm()"}, note=p.reason,
-                                    what=f"gemm(strategy={st!r}) at {M} x {N} x {K}").as_dict()
-                t = timing.time_pair(lambda st=st: rt.gemm(A, B, out=C, strategy=st), timing.memcpy_d2d(dst, src),
+                call = ((lambda A, B, C, st=st: rt.gemm(A, B, out=C, strategy=st)) if st in rt.STRATEGIES
+                        else (lambda A, B, C, p=p: rt.run(p, A, B, C)))
+                rec = bench.measure(call, (M, N, K), dtype, data=data, rounds=rounds, budget_ms=budget_ms, chapter=9,
+                                    kernel=f"gemm:{st}", title=p.name, params={"strategy": st, "path": "gemm()"},
+                                    note=p.reason, what=f"{p.name} at {M} x {N} x {K}").as_dict()
+                t = timing.time_pair(lambda call=call: call(A, B, C), timing.memcpy_d2d(dst, src),
                                      rounds=rounds, budget_ms=budget_ms)
                 rows.append({"M": M, "N": N, "K": K, "dtype": dtype, "strategy": st, "plan": p.name,
                              "TFLOP/s": rec["value"], "of cuBLAS": rec["ratio"],

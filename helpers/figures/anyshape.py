@@ -200,11 +200,15 @@ def memory_bound_figure(rows: list, where: str):
     bound``: the compulsory bytes at the same run's copy rate over the measured time); a dashed
     line at 1 (the copy's rate). Hover: TFLOP/s, ratio to cuBLAS, FLOP per byte."""
     fig = go.Figure()
-    for i, wide in enumerate((False, True)):
-        rs = [r for r in rows if (r["strategy"] == "dp") == wide]
+    names = {"auto": "auto's plan", "dp": "the wide 128 x 256 tile (control)",
+             "regs narrow": "registers path, narrow tile (control)"}
+    for i, (st, name) in enumerate(names.items()):
+        rs = [r for r in rows if r["strategy"] == st]
+        if not rs:
+            continue
         fig.add_trace(go.Bar(
             y=[f"{r['M']} x {r['N']} x {r['K']}" for r in rs], x=[r["of the copy bound"] for r in rs], orientation="h",
-            name="the wide 128 x 256 tile (control)" if wide else "auto's plan", marker_color=GROUP_COLORS[i],
+            name=name, marker_color=GROUP_COLORS[i],
             text=[style.ratio_text(r["of the copy bound"]) for r in rs], textposition="outside", cliponaxis=False,
             customdata=[[r["plan"], r["TFLOP/s"], r["of cuBLAS"], r["FLOP/B"]] for r in rs],
             hovertemplate="%{y}: %{customdata[0]}<br>%{x:.2f} of the copy bound, %{customdata[1]} TFLOP/s, "
