@@ -14,6 +14,8 @@ pointers (A, B, C) into their cells and launches through NVIDIA's ``cuda-binding
     params_A = caller_A; ...                            // per call: the pointers only
     cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, params, NULL);
 
+A packed launch keeps its argument cells between calls, so two threads must not call the same
+prepared plan at once (a notebook's one thread never does; CuPy's own launch has no such state).
 Without ``cuda-bindings`` (or with one that does not load against this driver) every launch
 goes through CuPy, as before; :data:`PATH` says which path the last launch took, and
 :func:`disabled` forces CuPy's, the control of the host-time measurement
