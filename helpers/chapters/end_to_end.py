@@ -262,8 +262,8 @@ def memory_bound_rows(dtype: str = "float16", shapes=MEMORY_BOUND, rounds: int =
     """Live, chapter 9's kernels only: each shape through ``gemm()`` with auto's plan and with
     the wide tile (strategy "dp", the control of the narrow tile; the same plan where auto keeps
     the wide one), and on unaligned tall-skinny shapes the registers path on the narrow tile
-    (strategy "regs narrow", pre-planned ``run()``: no copy of A at all). Each is checked against float64 and timed against cuBLAS in alternating
-    rounds (:func:`helpers.runtime.bench.measure`), then against a device-to-device copy that
+    (strategy "regs narrow", pre-planned ``run()``: no copy of A at all). Each is checked against
+    float64 and timed against cuBLAS in alternating rounds (:func:`helpers.runtime.bench.measure`), then against a device-to-device copy that
     moves the same compulsory bytes (:func:`compulsory_bytes`: a copy of half of them reads and
     writes them all) in alternating rounds (:func:`helpers.runtime.timing.time_pair`). One row
     per (shape, strategy): "M", "N", "K", "strategy", "plan", "TFLOP/s", "of cuBLAS", "FLOP/B"
@@ -288,14 +288,15 @@ def memory_bound_rows(dtype: str = "float16", shapes=MEMORY_BOUND, rounds: int =
                 if p.name in seen:
                     continue
                 seen.add(p.name)
-                call = ((lambda A, B, C, st=st: rt.gemm(A, B, out=C, strategy=st)) if st in rt.STRATEGIES
+                via = "gemm()" if st in rt.STRATEGIES else "run()"
+                call = ((lambda A, B, C, st=st: rt.gemm(A, B, out=C, strategy=st)) if via == "gemm()"
                         else (lambda A, B, C, p=p: rt.run(p, A, B, C)))
                 rec = bench.measure(call, (M, N, K), dtype, data=data, rounds=rounds, budget_ms=budget_ms, chapter=9,
-                                    kernel=f"gemm:{st}", title=p.name, params={"strategy": st, "path": "gemm()"},
+                                    kernel=f"{via[:-2]}:{st}", title=p.name, params={"strategy": st, "path": via},
                                     note=p.reason, what=f"{p.name} at {M} x {N} x {K}").as_dict()
                 t = timing.time_pair(lambda call=call: call(A, B, C), timing.memcpy_d2d(dst, src),
                                      rounds=rounds, budget_ms=budget_ms)
-                rows.append({"M": M, "N": N, "K": K, "dtype": dtype, "strategy": st, "plan": p.name,
+                rows.append({"M": M, "N": N, "K": K, "dtype": dtype, "strategy": st, "plan": p.name, "path": via,
                              "TFLOP/s": rec["value"], "of cuBLAS": rec["ratio"],
                              "FLOP/B": bench.sig(timing.gemm_flops(M, N, K) / nbytes, 3),
                              "of the copy bound": bench.sig(t["ref_ms"] / t["ms"], 3),

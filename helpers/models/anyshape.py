@@ -33,9 +33,9 @@ CFG = {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4, "GROUP_M
 HOPPER_CFG = {**CFG, "BK": 64}   # chapter 10's tile (128 x 256, one 64-wide swizzle atom of K per k-tile)
 # Heaven 7's loop on a 128 x 64 tile, four warps of 64 x 32: for C at most 64 columns wide, where
 # the 128 x 256 tile computes four times the columns C has (30000 x 64 x K: a quarter of each tile
-# used). With K long such a problem reads A once at about the copy rate (its arithmetic intensity
-# is at most N / 2 = 32 FLOP per byte of A), so a tile that wastes no columns and keeps several
-# blocks per SM reading is what it needs.
+# used). Such a problem is memory-bound: each 2-byte element of A feeds N multiply-adds, so its
+# arithmetic intensity is at most about N FLOP per byte (64 here), under the ridge point; a tile
+# that wastes no columns and leaves room for several blocks per SM is what it needs.
 NARROW_CFG = {**CFG, "BN": 64, "WN": 32}
 NARROW_MAX_N = 64           # the narrow tile where C has at most this many columns ...
 TILES = {"wide": CFG, "narrow": NARROW_CFG}
@@ -73,10 +73,10 @@ HOPPER_MIN_MNK = 5e8
 HOPPER_SPLIT_KTILES = 128
 # GEMV-like problems (C of at most 16 rows) keep heaven 7's loop for their split-K on sm_90 too:
 # in the end-to-end zoo of cb44f6119626 (results/h200-anyshape.json, end_to_end_hopper) its split-K
-# ran faster than the Hopper kernel's on every LLM GEMM at 1 and 16 tokens (for example 1 x 5632 x
-# 2048: 1.18 against 0.87 of cuBLAS; 16 x 4096 x 4096: 1.11 against 1.04); at 128 rows and more
-# the Hopper kernel's was the faster or the only split. A 128-row wgmma tile computes 8 to 128
-# times the rows C has there; heaven 7's 16-row mma.sync steps waste less of each step.
+# ran faster than the Hopper kernel's on 5 of the 6 LLM GEMMs at 1 and 16 tokens that split on both
+# (for example 1 x 5632 x 2048: 1.18 against 0.87 of cuBLAS; 16 x 4096 x 4096: 1.11 against 1.04;
+# the one loss: 16 x 4096 x 14336, 0.80 against 0.84). A likely reason, not measured: a 128-row
+# wgmma tile computes 8 to 128 times the rows C has there, heaven 7's 16-row mma.sync steps less.
 GEMV_MAX_M = 16
 MIN_TILE_USE = 0.75         # padding and chapter 10's 128 x 256 tiles: used fraction of the tiles
 
