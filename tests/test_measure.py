@@ -204,3 +204,9 @@ def test_speedup_is_the_quotient_of_the_ratios_not_of_the_tflops():
     b = {"value": 40.0, "ratio": 0.40, "reference_value": 100.0}
     assert bench.speedup(a, b) == pytest.approx(1.25)          # not 60 / 40 = 1.5
     assert bench.speedup(a, {"value": None, "ratio": None}) is None and bench.speedup(None, b) is None
+
+
+def test_against_copy_refuses_a_byte_count_before_timing():
+    from helpers.runtime import bench
+    with pytest.raises(ValueError, match="nbytes=1: must be an integer >= 2"):
+        bench.against_copy(lambda: None, 1)

@@ -265,11 +265,10 @@ def memory_bound_rows(dtype: str = "float16", shapes=MEMORY_BOUND, rounds: int =
     (strategy "regs narrow", pre-planned ``run()``: no copy of A at all). Each is checked against
     float64 and timed against cuBLAS in alternating rounds (:func:`helpers.runtime.bench.measure`), then against a device-to-device copy that
     moves the same compulsory bytes (:func:`compulsory_bytes`: a copy of half of them reads and
-    writes them all) in alternating rounds (:func:`helpers.runtime.timing.time_pair`). One row
+    writes them all) in alternating rounds (:func:`helpers.runtime.bench.against_copy`). One row
     per (shape, strategy): "M", "N", "K", "strategy", "plan", "TFLOP/s", "of cuBLAS", "FLOP/B"
     (2MNK over the compulsory bytes), "of the copy bound" (copy ms / gemm ms: 1 would move the
     compulsory bytes at the copy's rate), "copy GB/s" (that copy's rate, bytes read + written)."""
-    cp = gpu.cupy()
     rows = []
     with rt.without_hopper():
         for M, N, K in shapes:
@@ -277,8 +276,6 @@ def memory_bound_rows(dtype: str = "float16", shapes=MEMORY_BOUND, rounds: int =
             A, B, C = data.args()
             al = rt.aligned_inputs(A, B)
             nbytes = compulsory_bytes(M, N, K)
-            src = cp.empty(nbytes // 2, cp.uint8)
-            dst = cp.empty_like(src)
             seen = set()
             cands = [(st, rt.plan_for(st, M, N, K, al)) for st in ("auto", "dp")]
             if not al and N <= model.NARROW_MAX_N:   # no copy at all: unaligned rows through registers
@@ -294,13 +291,11 @@ def memory_bound_rows(dtype: str = "float16", shapes=MEMORY_BOUND, rounds: int =
                 rec = bench.measure(call, (M, N, K), dtype, data=data, rounds=rounds, budget_ms=budget_ms, chapter=9,
                                     kernel=f"{via[:-2]}:{st}", title=p.name, params={"strategy": st, "path": via},
                                     note=p.reason, what=f"{p.name} at {M} x {N} x {K}").as_dict()
-                t = timing.time_pair(lambda call=call: call(A, B, C), timing.memcpy_d2d(dst, src),
-                                     rounds=rounds, budget_ms=budget_ms)
+                t = bench.against_copy(lambda call=call: call(A, B, C), nbytes, rounds=rounds, budget_ms=budget_ms)
                 rows.append({"M": M, "N": N, "K": K, "dtype": dtype, "strategy": st, "plan": p.name, "path": via,
                              "TFLOP/s": rec["value"], "of cuBLAS": rec["ratio"],
                              "FLOP/B": bench.sig(timing.gemm_flops(M, N, K) / nbytes, 3),
-                             "of the copy bound": bench.sig(t["ref_ms"] / t["ms"], 3),
-                             "copy GB/s": bench.sig(nbytes / (t["ref_ms"] * 1e-3) / 1e9, 4), "records": [rec]})
+                             "of the copy bound": t["of_copy_bound"], "copy GB/s": t["copy_GBps"], "records": [rec]})
     return rows
 
 

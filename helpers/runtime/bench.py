@@ -245,6 +245,22 @@ def measure(run, shape, dtype: str = "float32", op: str = "gemm", *, data: Input
                           ms=sig(t["ms"]), repeats=t["n"], rounds=rounds)
 
 
+def against_copy(run, nbytes: int, rounds: int = 3, budget_ms: float = 60.0) -> dict:
+    """Time ``run()`` (enqueues work that must move at least ``nbytes`` bytes, read + written)
+    against a device-to-device copy of ``nbytes // 2`` bytes, which reads and writes ``nbytes``
+    in all, in ``rounds`` alternating rounds (:func:`helpers.runtime.timing.time_pair`). Returns
+    {"ms", "copy_ms", "of_copy_bound": copy_ms / ms (1: ``run`` moves its bytes at the copy's
+    rate), "copy_GBps": nbytes over the copy's time}. Check ``run``'s result first (:func:`measure`):
+    this only times. Raises ValueError for bad ``rounds`` or ``nbytes`` < 2."""
+    require(isinstance(nbytes, int) and nbytes >= 2, "nbytes", nbytes, "must be an integer >= 2")
+    cp = gpu.cupy()
+    src = cp.empty(nbytes // 2, cp.uint8)
+    dst = cp.empty_like(src)
+    t = timing.time_pair(run, timing.memcpy_d2d(dst, src), rounds=rounds, budget_ms=budget_ms)
+    return {"ms": t["ms"], "copy_ms": t["ref_ms"], "of_copy_bound": sig(t["ref_ms"] / t["ms"], 3),
+            "copy_GBps": sig(nbytes / (t["ref_ms"] * 1e-3) / 1e9, 4)}
+
+
 def _of_launch(L: launch.Launch, data: Inputs, check: bool = True, rounds: int = 3,
                budget_ms: float = 400.0) -> dict:
     """:func:`measure` of a prepared catalog launch on ``data``, as a record dict."""
