@@ -229,20 +229,21 @@ def reduction_control(dtype: str = "float16", shapes=REDUCTION_SHAPES, rounds: i
     return rows
 
 
-def show_reduction_control() -> None:
+def show_reduction_control(loop: str = "mma.sync") -> None:
     """The recorded control of split-K's two reductions (section ``reductions``): a table, one
-    row per shape and loop (live it needs every split-K build, so the page shows the record)."""
+    row per shape, on ``loop`` ("mma.sync": heaven 7's, chapter 9; "wgmma": chapter 10's). Live
+    it needs every split-K build, so the page shows the record."""
     doc = results.artifact("anyshape") or {}
     where = results.artifact_where(doc, "anyshape")
-    rows = doc.get("reductions")
+    rows = [r for r in doc.get("reductions") or [] if r["loop"] == loop]
     if not rows:
         show.note(f"The control of the two reductions is not in the record ({where}) yet: on an sm_80+ GPU, "
                   "`python scripts/record_anyshape.py --sections reductions` measures it.", title="Reductions")
         return
-    show.table(rows, {"M": "M", "N": "N", "K": "K", "loop": "loop", "splits": "splits",
+    show.table(rows, {"M": "M", "N": "N", "K": "K", "splits": "splits",
                       "two-pass / cuBLAS": "two-pass / cuBLAS", "one-launch / cuBLAS": "one launch / cuBLAS",
                       "one-launch speed / two-pass": "one launch ÷ two-pass", "bit-equal": "same bits"},
-               "The same split count with each deterministic reduction, kernel-only (pre-planned run()), each "
+               f"The same split count with each deterministic reduction on the {loop} loop, kernel-only (pre-planned run()), each "
                "checked against float64 and timed against cuBLAS in alternating rounds; one launch ÷ two-pass is "
                f"the quotient of the two ratios (above 1: the one-launch sum is faster); {where}.")
 
