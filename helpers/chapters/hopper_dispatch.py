@@ -98,7 +98,9 @@ def prose_values() -> dict:
     ``splitk_*``), the ranges also as text (``*_span``), one call's GPU time at 512 x 512 x 32768,
     and the smallest problem auto hands the Hopper kernel (``disp_hopper_min_mnk``, multiply-adds, as text),
     in µs of its recorded 4096^3 rate; ``disp_gemv_*``: split-K on both loops at the end-to-end zoo's
-    GEMV-like rows (:func:`gemv_split_values`). KeyError when a record is missing."""
+    GEMV-like rows (:func:`gemv_split_values`); ``disp_fused_*``: auto's one-launch split-K rows on
+    this loop (:func:`helpers.chapters.prose_ch09.fused_rows`), where the record has any. KeyError
+    when a record is missing."""
     rows, _ = records()
     odd = [r for r in rows if r["shape"] == list(ODD)]
     out = {}
@@ -118,7 +120,13 @@ def prose_values() -> dict:
     exp = int(f"{model.HOPPER_MIN_MNK:.0e}".split("e")[1])
     sup = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
     out["disp_hopper_min_mnk"] = f"{model.HOPPER_MIN_MNK / 10 ** exp:g} \u00d7 10{str(exp).translate(sup)}"
-    out.update(gemv_split_values((results.artifact("anyshape") or {}).get("end_to_end_hopper") or []))
+    rows_e2e = (results.artifact("anyshape") or {}).get("end_to_end_hopper") or []
+    out.update(gemv_split_values(rows_e2e))
+    # auto's one-launch split-K rows on this loop, where a record still has them (the page's prose
+    # quotes them until it is recorded with GEMV_MAX_M, after which auto runs none there)
+    on_loop = [r for r in rows_e2e if r["plan"].startswith("hopper") and "(fused)" in r["plan"]]
+    if on_loop:
+        out.update({f"disp_fused_{k}": v for k, v in prose_ch09.fused_rows(on_loop).items()})
     call = next(r for r in split if r["shape"] == [512, 512, 32768] and r["params"]["strategy"] == "hopper_splitk"
                 and r["dtype"] == "float16")
     out["disp_hopper_call_us"] = call["ms"] * 1e3
