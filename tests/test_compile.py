@@ -221,9 +221,9 @@ def test_the_dispatchers_tile_builds_compile_without_spills(tile, aligned, bf16)
     each tile configuration of helpers.models.anyshape.TILES, fp16 and bf16, both operand paths):
     gemm_any compiles for sm_80 without spills, within the shared memory the runner opts into."""
     from helpers.models import anyshape as model
+    from helpers.runtime import anyshape as rt
     cfg = model.TILES[tile]
     defines = {**cfg, "ALIGNED": aligned, "BF16": bf16}
     r = kc.nvcc_check("09_any_shape.cu", "gemm_any", defines, arch="sm_80")
-    smem = cfg["STAGES"] * (cfg["BM"] * cfg["BK"] + cfg["BK"] * cfg["BN"]) * 2
-    assert r["smem_static"] + smem <= SMEM_LIMIT["sm_80"], r
+    assert r["smem_static"] + rt.smem(cfg) <= SMEM_LIMIT["sm_80"], r
     assert r["spill_stores"] == 0 and r["spill_loads"] == 0, f"{tile} aligned={aligned} bf16={bf16}: {r}"

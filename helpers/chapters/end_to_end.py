@@ -254,18 +254,13 @@ def show_reduction_control(loop: str = "mma.sync") -> None:
 MEMORY_BOUND = ((30000, 64, 1002), (30000, 64, 4093), (30000, 64, 16384), (32768, 64, 4096), (8192, 8192, 64))
 
 
-def compulsory_bytes(M: int, N: int, K: int, esize: int = 2) -> int:
-    """Bytes a GEMM must move at least: read A (M x K) and B (K x N) once, write C (M x N)."""
-    return esize * (M * K + K * N + M * N)
-
-
 def memory_bound_rows(dtype: str = "float16", shapes=MEMORY_BOUND, rounds: int = 3, budget_ms: float = 60.0) -> list:
     """Live, chapter 9's kernels only: each shape through ``gemm()`` with auto's plan and with
     the wide tile (strategy "dp", the control of the narrow tile; the same plan where auto keeps
     the wide one), and on unaligned tall-skinny shapes the registers path on the narrow tile
     (strategy "regs narrow", pre-planned ``run()``: no copy of A at all). Each is checked against
     float64 and timed against cuBLAS in alternating rounds (:func:`helpers.runtime.bench.measure`), then against a device-to-device copy that
-    moves the same compulsory bytes (:func:`compulsory_bytes`: a copy of half of them reads and
+    moves the same compulsory bytes (:func:`helpers.runtime.timing.gemm_min_bytes`, 16-bit elements: a copy of half of them reads and
     writes them all) in alternating rounds (:func:`helpers.runtime.bench.against_copy`). One row
     per (shape, strategy): "M", "N", "K", "strategy", "plan", "TFLOP/s", "of cuBLAS", "FLOP/B"
     (2MNK over the compulsory bytes), "of the copy bound" (copy ms / gemm ms: 1 would move the
@@ -276,7 +271,7 @@ def memory_bound_rows(dtype: str = "float16", shapes=MEMORY_BOUND, rounds: int =
             data = bench.inputs((M, N, K), dtype)
             A, B, C = data.args()
             al = rt.aligned_inputs(A, B)
-            nbytes = compulsory_bytes(M, N, K)
+            nbytes = timing.gemm_min_bytes(M, N, K, 2, 2)
             seen = set()
             cands = [(st, rt.plan_for(st, M, N, K, al)) for st in ("auto", "dp")]
             if not al and N <= model.NARROW_MAX_N:   # no copy at all: unaligned rows through registers
