@@ -1,4 +1,5 @@
-import sys, json
+import sys
+import json
 sys.path.insert(0, ".")
 import helpers  # noqa
 from helpers.chapters import ch12_fp8 as ch

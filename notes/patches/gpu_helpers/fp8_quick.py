@@ -1,5 +1,6 @@
 """Rung 2 (block scales) against fp8_promote PROMOTE=1 and PROMOTE=0 at 8192^3 and 4096^3, each vs cuBLASLt in alternating rounds; three passes in rotated order."""
-import sys, json, time
+import sys
+import json
 sys.path.insert(0, ".")
 import helpers  # noqa
 from helpers.chapters import ch12_fp8 as ch

@@ -2,7 +2,8 @@
 (notes/patches/fp8_rung2_scales.patch applied), against cuBLASLt in alternating rounds, three passes
 in rotated order at 8192^3 and 4096^3, the scale-free promoted build (fp8_promote PROMOTE 1) as the
 ceiling; then correctness of every variant on odd shapes against float64 (bf16 tolerance)."""
-import sys, json
+import sys
+import json
 sys.path.insert(0, ".")
 import helpers  # noqa
 from helpers.chapters import ch12_fp8 as ch
@@ -19,7 +20,8 @@ for shape in ((8192,) * 3, (4096,) * 3):
             try:
                 r = ch.measure(key, data["block" if key == "fp8_r2_block" else "tensor"], rounds=3, **p)
             except Exception as e:
-                print(f"{shape[0]}^3 {key} {p} FAILED {type(e).__name__}: {str(e)[:300]}", flush=True); continue
+                print(f"{shape[0]}^3 {key} {p} FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
+                continue
             rows.append({"shape": shape[0], "kernel": key, "params": p, "value": r["value"], "ratio": r["ratio"], "rel_err": r["rel_err"]})
             print(f"{shape[0]}^3 {key:13s} {json.dumps(p):50s} {r['value']:7.1f} TFLOP/s ratio {r['ratio']:.3f} err {r['rel_err']:.2e}", flush=True)
 tol = verify.TOLERANCE[rt.OUT_TOLERANCE]

@@ -1,5 +1,6 @@
 """Quick form of fp8_scales.py: 8192^3 only, five builds, two rotated passes, then two odd shapes."""
-import sys, json
+import sys
+import json
 sys.path.insert(0, ".")
 import helpers  # noqa
 from helpers.chapters import ch12_fp8 as ch
