@@ -18,3 +18,4 @@ $SAN --tool memcheck python3 /tmp/san1.py > $D/memcheck.txt 2>&1; echo "memcheck
 $SAN --tool racecheck python3 /tmp/san1.py > $D/racecheck.txt 2>&1; echo "racecheck rc=$?"
 { git apply -R notes/patches/fp8_rung2_scales.patch || patch -R -p1 < notes/patches/fp8_rung2_scales.patch; } && echo reverted
 grep -h "ratio\|FAILED\|odd\|WRONG" $D/scales.txt | tail -80; tail -3 $D/memcheck.txt $D/racecheck.txt
+tar czf $OUT/fp8s.tgz -C $OUT fp8s && rm -rf $OUT/fp8s
