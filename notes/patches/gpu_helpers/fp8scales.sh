@@ -8,7 +8,8 @@ import sys; sys.path.insert(0, ".")
 import helpers  # noqa
 from helpers.chapters import ch12_fp8 as ch
 from helpers.runtime import fp8 as rt
-for p in ({"STAGES": 5, "SCALE_LOAD": 2}, {"BN": 192, "STAGES": 4, "SCALE_LOAD": 2}, {"BN": 192, "STAGES": 4, "SCALE_LOAD": 1}):
+for p in ({"STAGES": 5, "SCALE_LOAD": 2}, {"BN": 192, "STAGES": 4, "SCALE_LOAD": 2}, {"BN": 192, "STAGES": 4, "SCALE_LOAD": 1},
+          {"BN": 192, "STAGES": 4, "SCALE_LOAD": 2, "PINGPONG": 1}):
     for shape in ((333, 392, 4112), (200, 264, 176)):
         d = rt.inputs(shape, "block", bf16_reference=False); a = d.arrays
         ch.run_once("fp8_r2_block", a["A"], a["Bt"], a["SA"], a["SB"], **p)
