@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # go.sh BUDGET STEP... : run the steps in order while their estimates fit the budget (seconds).
 # Records are kept in $HOME/rec across calls on a warm machine and restored over results/.
+# Off an H200: ONLY_H200=1 stops at once; IF_H100="step ..." runs those steps instead (tests and
+# development measurements only; records are never written off the H200).
 set -u
 T0=$(date +%s); BUDGET=$1; shift
 export PYTHONUNBUFFERED=1 GEMM_BOOK_COMMIT=${GEMM_BOOK_COMMIT:?}
@@ -10,7 +12,8 @@ REC=$HOME/rec; mkdir -p $REC/logs; touch $REC/done
 SLUG=h200
 if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   echo "NOT an H200: $(nvidia-smi --query-gpu=name --format=csv,noheader); records skipped, tests only"
-  [ -n "${ONLY_H200:-}" ] && { echo "ONLY_H200: stopping"; exit 3; }
+  if [ -n "${IF_H100:-}" ]; then set -- $IF_H100; echo "IF_H100: running $* instead"
+  elif [ -n "${ONLY_H200:-}" ]; then echo "ONLY_H200: stopping"; exit 3; fi
   set -- $(for s in "$@"; do case $s in pre|pre9|pre27|t_any|san|san9|sanex|host|extra|t_ex|nbval|fusedab|nbsub|fp8ahead|fp8scales) echo $s;; esac; done)
 fi
 SAN="compute-sanitizer --report-api-errors no --error-exitcode 1 --print-limit 20"
