@@ -160,12 +160,8 @@ def _as_bytes(a) -> bytes:
     return np.asarray(a).tobytes()
 
 
-@pytest.mark.parametrize("shape,strategy", [((1000, 1001, 1002), "auto"), ((4096, 4096, 4096), "auto"),
-                                            ((512, 512, 32768), "splitk"), ((300, 200, 1000), "streamk_sk"),
-                                            ((77, 99, 1000), "padding")])
-def test_packed_launches_pass_the_bytes_cupys_launch_passes(fake, monkeypatch, shape, strategy):
-    """The same calls through CuPy's launch and through packed launches: the same kernels, grids
-    and argument bytes, the call's own arrays in their slots, a fresh stream-K epoch each launch."""
+def _named_kernels(monkeypatch) -> dict:
+    """The fake kernels' driver handles -> names, filled as the runner builds its kernels."""
     kernels = {}
     orig = rt._kernels
 
@@ -174,6 +170,16 @@ def test_packed_launches_pass_the_bytes_cupys_launch_passes(fake, monkeypatch, s
         kernels.update({f.kernel.ptr: f.name for f in fns.values()})
         return fns
     monkeypatch.setattr(rt, "_kernels", kern)
+    return kernels
+
+
+@pytest.mark.parametrize("shape,strategy", [((1000, 1001, 1002), "auto"), ((4096, 4096, 4096), "auto"),
+                                            ((512, 512, 32768), "splitk"), ((300, 200, 1000), "streamk_sk"),
+                                            ((77, 99, 1000), "padding")])
+def test_packed_launches_pass_the_bytes_cupys_launch_passes(fake, monkeypatch, shape, strategy):
+    """The same calls through CuPy's launch and through packed launches: the same kernels, grids
+    and argument bytes, the call's own arrays in their slots, a fresh stream-K epoch each launch."""
+    kernels = _named_kernels(monkeypatch)
     calls = [_abc(*shape) for _ in range(2)]
     want = []
     for A, B, C in calls:
@@ -219,3 +225,90 @@ def test_a_kernel_the_packing_cannot_take_falls_back_to_cupys_launch(fake, monke
     rt.gemm(A, B, out=C)
     assert [n for n, _, _ in fake] == ["gemm_any"] and packed.PATH["launch"] == "cupy"
     assert not packed.enabled() and "AttributeError" in packed.PATH["why"]
+
+
+class FakeGraphDriver(FakeDriver):
+    """FakeDriver plus the graph calls: a kernel node copies its argument bytes when it is added
+    (as the driver does); a graph launch logs its nodes' launches in order."""
+
+    def __init__(self, kernels, sizes):
+        super().__init__(kernels, sizes)
+        self.built = 0
+        self.CUDA_KERNEL_NODE_PARAMS = types.SimpleNamespace
+
+    def cuGraphCreate(self, flags):
+        return (0, [])
+
+    def cuGraphAddKernelNode(self, graph, deps, n, p):
+        assert n == len(deps) == (1 if graph else 0) and (not graph or deps[0] is graph[-1])   # a chain
+        name = self.kernels[p.func]
+        ptrs = (ctypes.c_void_p * len(self.sizes[name])).from_address(p.kernelParams)
+        graph.append((name, (p.gridDimX, p.gridDimY, p.gridDimZ),
+                      tuple(ctypes.string_at(ptrs[i], k) for i, k in enumerate(self.sizes[name]))))
+        return (0, graph[-1])
+
+    def cuGraphInstantiate(self, graph, flags):
+        self.built += 1
+        return (0, list(graph))
+
+    def cuGraphLaunch(self, exe, stream):
+        self.log.extend(exe)
+        return (0,)
+
+    def cuGraphExecDestroy(self, exe):
+        return (0,)
+
+    cuGraphDestroy = cuGraphExecDestroy
+
+
+@pytest.mark.parametrize("shape,strategy,graphs", [((1000, 1001, 1002), "auto", True),
+                                                   ((512, 512, 32768), "splitk", True),
+                                                   ((4096, 4096, 4096), "auto", False),      # one launch
+                                                   ((300, 200, 1000), "streamk_sk", False)])  # an epoch per launch
+def test_a_call_repeated_with_the_same_arrays_replays_one_graph_of_the_same_launches(fake, monkeypatch, shape,
+                                                                                      strategy, graphs):
+    """Calls 1-2 launch step by step, call 2 keeps a graph and calls 3-4 replay it; every call
+    passes the same kernels, grids and argument bytes as CuPy's launch. New arrays launch step
+    by step again (with their own pointers); plans of one launch or with an epoch never graph."""
+    kernels = _named_kernels(monkeypatch)
+    A, B, C = _abc(*shape)
+    rt.gemm(A, B, out=C, strategy=strategy)
+    one = [(n, tuple(g) + (1,) * (3 - len(g)), tuple(_as_bytes(x) for x in a)) for n, g, a in fake]
+    sizes = {n: [len(b) for b in a] for n, _, a in one}
+    drv = FakeGraphDriver(kernels, sizes)
+    monkeypatch.setitem(packed._STATE, "cu", drv)
+    monkeypatch.setitem(packed._STATE, "on", True)
+    paths = []
+    for _ in range(4):
+        rt.gemm(A, B, out=C, strategy=strategy)
+        paths.append(packed.PATH["launch"])
+    assert paths == (["packed", "graph", "graph", "graph"] if graphs else ["packed"] * 4)
+    assert drv.built == (1 if graphs else 0)
+    if strategy != "streamk_sk":
+        assert drv.log == one * 4
+    drv.log.clear()
+    A2, B2, C2 = _abc(*shape)
+    rt.gemm(A2, B2, out=C2, strategy=strategy)
+    assert packed.PATH["launch"] == "packed"
+    assert any(np.uint64(A2.data.ptr).tobytes() in a for _, _, a in drv.log)
+    rt.gemm(A, B, out=C, strategy=strategy)                    # the first arrays' graph is still kept
+    assert packed.PATH["launch"] == ("graph" if graphs else "packed") and drv.built == (1 if graphs else 0)
+    with packed.no_graphs():
+        rt.gemm(A, B, out=C, strategy=strategy)
+        assert packed.PATH["launch"] == "packed"
+
+
+def test_a_graph_the_driver_refuses_turns_graphs_off_and_the_call_still_runs(fake, monkeypatch):
+    kernels = _named_kernels(monkeypatch)
+    A, B, C = _abc(1000, 1001, 1002)
+    rt.gemm(A, B, out=C)
+    one = [(n, tuple(g) + (1,) * (3 - len(g)), tuple(_as_bytes(x) for x in a)) for n, g, a in fake]
+    drv = FakeGraphDriver(kernels, {n: [len(b) for b in a] for n, _, a in one})
+    drv.cuGraphInstantiate = lambda graph, flags: (999, None)
+    monkeypatch.setitem(packed._STATE, "cu", drv)
+    monkeypatch.setitem(packed._STATE, "on", True)
+    monkeypatch.setitem(packed._STATE, "graphs", True)
+    for _ in range(3):
+        rt.gemm(A, B, out=C)
+    assert packed.PATH["launch"] == "packed" and "graphs off" in packed.PATH["why"]
+    assert drv.log == one * 3

@@ -104,9 +104,11 @@ def host_rows(dtype: str = "float16", host_shapes=HOST_SHAPES, calls: int = 200)
     runtime has it on this GPU, of ``run(plan, A, B, C)`` with the plan made beforehand, of
     ``cupy.matmul(A, B, out=C)``, and of planning alone without the cache
     (``plan_for("auto", ...)``, the model's arithmetic). "launch path" says how gemm() launched
-    ("packed": :mod:`helpers.runtime.packed`, arguments converted once per prepared launch;
-    "cupy": CuPy's ``RawKernel`` call); where packed launches run, the control
-    "gemm(), CuPy launches us" times the same calls with every argument converted by CuPy."""
+    ("graph": the plan's launches replayed as one CUDA graph, the same arrays again; "packed":
+    :mod:`helpers.runtime.packed`, arguments converted once per prepared launch; "cupy": CuPy's
+    ``RawKernel`` call); where packed launches run, two controls time the same calls launched step
+    by step ("gemm(), step by step us") and with every argument converted by CuPy
+    ("gemm(), CuPy launches us")."""
     cp = gpu.cupy()
     sync = cp.cuda.get_current_stream().synchronize
     rows = []
@@ -121,7 +123,10 @@ def host_rows(dtype: str = "float16", host_shapes=HOST_SHAPES, calls: int = 200)
             row[f"{what} us"], row[f"{what} p90 us"] = bench.sig(h["median_us"], 3), bench.sig(h["p90_us"], 3)
             if what == "gemm()":
                 row["launch path"] = packed.PATH["launch"]
-        if packed.enabled():                      # the control: the same calls, every argument converted by CuPy
+        if packed.enabled():                      # the controls: the same calls launched step by step,
+            with packed.no_graphs():              # and with every argument converted by CuPy
+                h = timing.host_cost(lambda: rt.gemm(A, B, out=C), sync, calls)
+            row["gemm(), step by step us"] = bench.sig(h["median_us"], 3)
             with packed.disabled():
                 h = timing.host_cost(lambda: rt.gemm(A, B, out=C), sync, calls)
             row["gemm(), CuPy launches us"] = bench.sig(h["median_us"], 3)

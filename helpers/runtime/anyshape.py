@@ -233,19 +233,15 @@ def _next_epoch() -> int:
 
 def _replay(steps, A, B, C) -> None:
     """Enqueue prepared steps (:func:`prepare`) with the call's arrays put into their slots: as
-    packed launches (:mod:`helpers.runtime.packed`, the arguments converted once per step) where
+    packed launches (:mod:`helpers.runtime.packed`, the arguments converted once per step; a plan
+    of several launches called again with the same arrays replays one CUDA graph) where
     cuda-bindings loads, else through CuPy's ``RawKernel`` call (every argument converted per launch)."""
     if packed.enabled():
         try:
-            ready = [step.packed(A, B, C) for step in steps]
+            packed.launch_steps(steps, A, B, C, _next_epoch)   # a graph where the same arrays come again
+            return
         except (AttributeError, TypeError) as e:  # a kernel or argument the packing cannot take
             packed.give_up(e)                     # CuPy's launch from here on (packed.PATH says why)
-        else:
-            stream = packed.stream_handle()
-            for step, p in zip(steps, ready):
-                p.launch(A, B, C, stream, _next_epoch() if step.epoch else 0)
-            packed.PATH["launch"] = "packed"
-            return
     for fn, grid, block, args, smem_b, slots in steps:
         if callable(args):                       # Hopper: arguments built from the call's pointers (cached)
             args = args(A, B, C)

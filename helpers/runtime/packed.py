@@ -31,7 +31,9 @@ import numpy as np
 from . import gpu
 
 PATH = {"launch": None, "why": None}     # "packed" or "cupy", and why not packed
-_STATE = {"on": True, "cu": None, "tried": False}
+_STATE = {"on": True, "cu": None, "tried": False, "graphs": True}
+GRAPH_MIN_STEPS = 2                      # a plan of one launch gains nothing from a graph
+GRAPHS_KEPT = 2                          # graphs kept per prepared plan (sets of the caller's pointers)
 _STREAMS: dict = {}                      # stream pointer -> cu.CUstream
 
 
@@ -70,6 +72,17 @@ def disabled():
         yield
     finally:
         _STATE["on"] = was
+
+
+@contextlib.contextmanager
+def no_graphs():
+    """Inside this block a repeated call launches its steps one by one (the graphs' control)."""
+    was = _STATE["graphs"]
+    _STATE["graphs"] = False
+    try:
+        yield
+    finally:
+        _STATE["graphs"] = was
 
 
 def stream_handle():
@@ -121,14 +134,18 @@ class Packed:
         self.slots = tuple((self.cells[i], what) for i, what in slots)
         self.keep = tuple(args)                               # the scratch arrays stay alive with it
 
-    def launch(self, A, B, C, stream, epoch: int = 0) -> None:
-        """Write the call's pointers into their cells and launch on ``stream`` (a driver handle).
-        Raises RuntimeError when the driver refuses the launch."""
+    def fill(self, A, B, C, epoch: int = 0) -> None:
+        """Write the call's pointers (and the epoch) into their cells."""
         for cell, what in self.slots:
             if what == "epoch":
                 cell.value = epoch
             else:
                 cell.value = (A if what == "A" else B if what == "B" else C).data.ptr
+
+    def launch(self, A, B, C, stream, epoch: int = 0) -> None:
+        """Write the call's pointers into their cells and launch on ``stream`` (a driver handle).
+        Raises RuntimeError when the driver refuses the launch."""
+        self.fill(A, B, C, epoch)
         g, b = self.grid, self.block
         err, = _STATE["cu"].cuLaunchKernel(self.f, g[0], g[1], g[2], b[0], b[1], b[2], self.smem, stream,
                                            self.addr, 0)
@@ -147,6 +164,8 @@ class Step(tuple):
     def __new__(cls, *fields):
         step = super().__new__(cls, fields)
         step.packs = {}
+        step.graphs = {}                                  # (A, B, C pointers) -> Graph, on a plan's first step
+        step.last = None                                  # the pointers of the plan's previous call
         step.epoch = any(what == "epoch" for _, what in fields[5])   # a fresh int32 per launch
         return step
 
@@ -160,3 +179,100 @@ class Step(tuple):
             while len(self.packs) > 2:
                 self.packs.pop(next(iter(self.packs)))
         return got
+
+
+def _check(err, what: str) -> None:
+    if int(err) != 0:
+        raise RuntimeError(f"{what} failed: {err}")
+
+
+class Graph:
+    """The launches of one prepared plan, for one set of the caller's pointers, as one CUDA
+    graph: its kernel nodes in a chain, each node's argument bytes copied into the graph when
+    it is built. A repeated call with the same arrays then costs one ``cuGraphLaunch`` on the
+    host instead of one ``cuLaunchKernel`` per step. The C it replaces::
+
+        cuGraphCreate(&g, 0);
+        for (i = 0; i < n; ++i)                          // step i runs after step i - 1
+            cuGraphAddKernelNode(&node[i], g, i ? &node[i - 1] : NULL, i ? 1 : 0, &params[i]);
+        cuGraphInstantiate(&exec, g, 0);
+        cuGraphLaunch(exec, stream);                     // per call
+
+    ``packs``: the plan's :class:`Packed` launches. Raises RuntimeError when the driver refuses
+    to build it."""
+
+    __slots__ = ("cu", "graph", "exec")
+
+    def __init__(self, packs, A, B, C):
+        cu = self.cu = _STATE["cu"]
+        self.graph = self.exec = None
+        err, self.graph = cu.cuGraphCreate(0)
+        _check(err, "cuGraphCreate")
+        prev = []
+        for p in packs:
+            p.fill(A, B, C)
+            node = cu.CUDA_KERNEL_NODE_PARAMS()
+            node.func = p.f
+            node.gridDimX, node.gridDimY, node.gridDimZ = p.grid
+            node.blockDimX, node.blockDimY, node.blockDimZ = p.block
+            node.sharedMemBytes = p.smem
+            node.kernelParams = p.addr                    # the bytes are copied into the graph here
+            node.extra = 0
+            err, added = cu.cuGraphAddKernelNode(self.graph, prev, len(prev), node)
+            _check(err, f"cuGraphAddKernelNode of {getattr(p.fn, 'name', p.fn)}")
+            prev = [added]
+        err, self.exec = cu.cuGraphInstantiate(self.graph, 0)
+        _check(err, "cuGraphInstantiate")
+
+    def launch(self, stream) -> None:
+        """One launch of the whole plan on ``stream``. Raises RuntimeError when refused."""
+        err, = self.cu.cuGraphLaunch(self.exec, stream)
+        _check(err, "cuGraphLaunch")
+
+    def __del__(self):
+        try:                                              # the context may be gone at exit
+            if self.exec is not None:
+                self.cu.cuGraphExecDestroy(self.exec)
+            if self.graph is not None:
+                self.cu.cuGraphDestroy(self.graph)
+        except Exception:
+            pass
+
+
+def launch_steps(steps, A, B, C, next_epoch) -> None:
+    """Enqueue a prepared plan's ``steps`` (:class:`Step`) with the call's arrays, on the current
+    stream. A plan of :data:`GRAPH_MIN_STEPS` launches or more, without a per-launch epoch,
+    called twice in a row with the same arrays is kept as a :class:`Graph` (the last
+    :data:`GRAPHS_KEPT` sets of pointers per plan) and replayed from then on; anything else is
+    launched step by step. ``next_epoch()``: a fresh int32 for a step that needs one. Raises
+    AttributeError or TypeError when a step cannot be packed (the caller falls back to CuPy's
+    launch), RuntimeError when the driver refuses a launch."""
+    stream = stream_handle()
+    head = steps[0]
+    graphable = _STATE["graphs"] and len(steps) >= GRAPH_MIN_STEPS and not any(s.epoch for s in steps)
+    if graphable:
+        ptrs = (A.data.ptr, B.data.ptr, C.data.ptr)
+        g = head.graphs.get(ptrs)
+        if g is not None:
+            g.launch(stream)
+            PATH["launch"] = "graph"
+            return
+    ready = [s.packed(A, B, C) for s in steps]
+    if graphable:
+        again, head.last = head.last == ptrs, ptrs
+        if again:                                         # the same arrays twice in a row: keep a graph
+            try:
+                g = Graph(ready, A, B, C)
+            except (RuntimeError, AttributeError) as e:   # no graphs from now on (refused, or an
+                _STATE["graphs"] = False                  # older cuda-bindings), saying why
+                PATH["why"] = f"graphs off ({e})"
+            else:
+                head.graphs[ptrs] = g
+                while len(head.graphs) > GRAPHS_KEPT:
+                    head.graphs.pop(next(iter(head.graphs)))
+                g.launch(stream)
+                PATH["launch"] = "graph"
+                return
+    for s, p in zip(steps, ready):
+        p.launch(A, B, C, stream, next_epoch() if s.epoch else 0)
+    PATH["launch"] = "packed"

@@ -188,6 +188,31 @@ def test_packed_launches_compute_what_cupys_launch_computes(strategy):
             assert bool((outs[0].view(cp.uint16) == outs[1].view(cp.uint16)).all())
 
 
+@pytest.mark.parametrize("strategy", ["auto", "repack", "padding", "splitk", "hopper", "hopper_splitk"])
+def test_a_graph_replay_computes_what_step_by_step_launches_compute(strategy):
+    """The same arrays three times: the third call replays a CUDA graph of the plan's launches
+    (helpers/runtime/packed.py, Graph); its C equals the step-by-step C bit for bit, on a shape
+    with odd N and K (repacks, staged C), and C is rewritten (poisoned before each call)."""
+    if rt.can_run(strategy) is not None:
+        pytest.skip(rt.can_run(strategy))
+    cp = gpu.cupy()
+    M, N, K = 300, 203, 1001
+    A, B = verify.random_matrix((M, K), "float16"), verify.random_matrix((K, N), "float16")
+    C = cp.empty((M, N), cp.float16)
+    with rt.packed.no_graphs():
+        verify.poison(C)
+        rt.gemm(A, B, out=C, strategy=strategy)
+        want = C.copy()
+    paths = []
+    for _ in range(3):
+        verify.poison(C)
+        rt.gemm(A, B, out=C, strategy=strategy)
+        paths.append(rt.packed.PATH["launch"])
+    assert paths[-1] == "graph", (paths, rt.packed.PATH["why"])
+    assert bool((C.view(cp.uint16) == want.view(cp.uint16)).all())
+    assert verify.rel_err(C, verify.reference_gemm(A, B)) <= verify.TOLERANCE["float16"]
+
+
 @pytest.mark.parametrize("shape,offsets", [((17000, 64, 256), (0, 0, 0)), ((20001, 61, 1003), (1, 1, 1)),
                                            ((30000, 64, 1002), (0, 0, 0))])
 def test_tall_skinny_runs_on_the_narrow_tile_and_is_correct(shape, offsets):
