@@ -37,8 +37,8 @@
 //    fp32 FADDs (times the block scales in rung 2), and starts the next partial sum
 //    from zero (scale_d = 0):
 //      for (kt) { tc = (kt % P ? tc : 0) + A_kt @ B_kt;  if (kt % P == P - 1) acc += tc; }
-//    Two arrays of accumulators need BN = 128 (64 + 64 registers per thread); the
-//    wait costs the overlap of one k-tile's wgmma with the next.
+//    Two arrays of accumulators need BN <= 192 (96 + 96 registers per thread at
+//    192); the wait costs the overlap of one k-tile's wgmma with the next.
 // 6. Taking turns (PINGPONG = 1). Both consumer warpgroups wait for the same k-tile,
 //    so left alone they issue their wgmma together, the Tensor Core finishes both
 //    together, and both promote while it stands idle. Two named barriers make them
@@ -48,6 +48,11 @@
 //      consumer 1:            sync(3) [issue kt] arrive(4) ... sync(3) [issue kt+1]
 //    Off by default: on the H200 the turns timed slower than issuing together (chapter
 //    11's record times both).
+// 7. Where the block scales come from (SCALE_LOAD, rung 2). 0: each consumer thread
+//    loads its k-block's scales from global memory at the top of the k-tile, before
+//    the wgmma; 1: the same loads, issued after the k-tile's wgmma; 2: a producer warp
+//    copies each k-block's 128 A scales and its B scales into the ring slot beside the
+//    tiles, and the consumers read them from shared memory once the slot is full.
 //
 // Preconditions (helpers/chapters/ch12_fp8.py refuses anything else before launch):
 //   compute capability 9.0 (sm_90a machine code); K % 16 == 0 (TMA: the row pitch
@@ -57,11 +62,11 @@
 //   (a zero byte is +0 in e4m3) and clips the stores.
 //
 // Tile parameters (-D; the defaults below are those of the catalog entry fp8_r1_tensor):
-//   BN (256 or 128: the wgmma N, one consumer's 64 x BN block);
+//   BN (256, 192 or 128: the wgmma N, one consumer's 64 x BN block);
 //   STAGES (ring depth, 2..6 while the ring fits 227 KB); GROUP_M (tile order);
 //   CLUSTER_M (1, or 2: clusters along M sharing B by multicast); PROMOTE (0: the
 //   whole K in the Tensor Core's accumulator; 1, 2, 4: promote every P k-tiles,
-//   needs BN = 128); BLOCK_SCALE (0/1, needs PROMOTE = 1: each k-block's scales);
+//   needs BN <= 192); BLOCK_SCALE (0/1, needs PROMOTE = 1: each k-block's scales);
 //   PINGPONG (0/1: the two consumers take turns issuing their k-tiles).
 //   BM = 128 (two consumer warpgroups of m64) and BK = 128 bytes are fixed.
 // Launch: block = 384 (a producer warpgroup, two consumers); dynamic shared memory
@@ -94,6 +99,9 @@
 #ifndef PINGPONG
 #define PINGPONG 0           // 1: the consumers issue their k-tiles in turn (named barriers 3 and 4)
 #endif
+#ifndef SCALE_LOAD
+#define SCALE_LOAD 0         // rung 2: where the block scales come from (see 7. above)
+#endif
 #ifndef OUT_F32
 #define OUT_F32 0            // 1: C is fp32, stored directly (the accuracy measurements: no bf16 rounding)
 #endif
@@ -118,18 +126,22 @@
 #define B_BOXES (BN / B_BOX_ROWS)
 #define B_TILE_BYTES (BN * BK)
 #define C_HALF_BYTES (64 * 128 * 2)      // one consumer's 64 x 128 bf16 staging buffer
-#define SMEM_FP8 (1024 + STAGES * (A_TILE_BYTES + B_TILE_BYTES) + 2 * C_HALF_BYTES + 2 * STAGES * 8)
+#define SCALE_BYTES ((BM + 4) * 4)       // SCALE_LOAD = 2: a slot's scales, 128 rows of A and two of B
+#define SMEM_FP8 (1024 + STAGES * (A_TILE_BYTES + B_TILE_BYTES) + 2 * C_HALF_BYTES + 2 * STAGES * 8 \
+                  + (SCALE_LOAD == 2 ? STAGES * SCALE_BYTES : 0))
 
-static_assert(BN == 256 || BN == 128, "BN is the wgmma N: 256 or 128");
+static_assert(BN == 256 || BN == 192 || BN == 128, "BN is the wgmma N: 256, 192 or 128");
 static_assert(STAGES >= 2 && STAGES <= 6, "2..6 stages");
 static_assert(SMEM_FP8 <= 232448, "the ring and the staging buffers must fit the 227 KB opt-in shared memory");
 static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "clusters of 1 or 2 CTAs along M");
 static_assert(B_BOXES % CLUSTER_M == 0, "each cluster rank multicasts a whole number of B boxes");
 static_assert(GROUP_M >= 1, "GROUP_M >= 1");
 static_assert(PROMOTE == 0 || PROMOTE == 1 || PROMOTE == 2 || PROMOTE == 4, "PROMOTE is 0, 1, 2 or 4");
-static_assert(PROMOTE == 0 || BN == 128, "promotion keeps two accumulator arrays: BN = 128");
+static_assert(PROMOTE == 0 || BN <= 192, "promotion keeps two accumulator arrays of BN / 2 registers: BN <= 192");
 static_assert(BLOCK_SCALE == 0 || PROMOTE == 1, "block scales change every k-block: PROMOTE = 1");
 static_assert(PINGPONG == 0 || PINGPONG == 1, "PINGPONG is 0 or 1");
+static_assert(SCALE_LOAD >= 0 && SCALE_LOAD <= 2 && (SCALE_LOAD == 0 || BLOCK_SCALE),
+              "SCALE_LOAD is 0, 1 or 2; 1 and 2 are for block scales");
 static_assert(PRODUCER_REGS % 8 == 0 && CONSUMER_REGS % 8 == 0, "setmaxnreg takes multiples of 8");
 static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 256 <= 65536, "register file: 64 K registers per SM");
 
@@ -193,6 +205,36 @@ __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[64], u64 da, u6
 }
 
 
+// D[64x192] (+)= A[64x32] * B[32x192] in e4m3, fp32 D: the tile between the two above,
+// for promotion with a wider tile (two arrays of 96 registers fit a thread's 232).
+__device__ __forceinline__ void wgmma_m64n192k32_e4m3(float (&d)[96], u64 da, u64 db, int scale_d)
+{
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %98, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+        "}, %96, %97, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+        : "l"(da), "l"(db), "r"(scale_d));
+}
+
+
 // Tile t -> (row unit mu, column tile n), GROUP_M row units down a column of tiles
 // before moving right (heaven 10's order); a row unit is CLUSTER_M stacked tiles.
 __device__ __forceinline__ void fp8_tile_coords(int t, int num_mu, int num_n, int& mu, int& n)
@@ -215,6 +257,8 @@ __device__ __forceinline__ void mma_k_tile_fp8(float (&d)[ACC], u32 a_tile, u32 
     for (int ks = 0; ks < KSTEPS; ++ks) {
 #if BN == 256
         wgmma_m64n256k32_e4m3(d, desc_a(a_tile + 32 * ks), desc_a(b_tile + 32 * ks), (ks > 0 || !first) ? 1 : 0);
+#elif BN == 192
+        wgmma_m64n192k32_e4m3(d, desc_a(a_tile + 32 * ks), desc_a(b_tile + 32 * ks), (ks > 0 || !first) ? 1 : 0);
 #else
         wgmma_m64n128k32_e4m3(d, desc_a(a_tile + 32 * ks), desc_a(b_tile + 32 * ks), (ks > 0 || !first) ? 1 : 0);
 #endif
@@ -223,15 +267,22 @@ __device__ __forceinline__ void mma_k_tile_fp8(float (&d)[ACC], u32 a_tile, u32 
 
 // acc += partial sum, times the k-block's scales in rung 2 (s_lo for row r, s_hi for
 // row r + 8 of the m64nN layout: elements 0, 1 and 2, 3 of each group of four).
-__device__ __forceinline__ void promote(float (&acc)[ACC], const float (&tc)[ACC], float s_lo, float s_hi)
+// With BN = 192 a tile's columns can reach into a second 128-column block of B: the n8
+// groups j >= JB use the second block's scales (s_lo2, s_hi2). JB is a template
+// argument so that each group's scale is chosen at compile time (one FFMA per value).
+template <int JB = ACC / 4>
+__device__ __forceinline__ void promote(float (&acc)[ACC], const float (&tc)[ACC], float s_lo, float s_hi,
+                                        float s_lo2 = 0.f, float s_hi2 = 0.f)
 {
 #pragma unroll
     for (int j = 0; j < ACC / 4; ++j) {
 #if BLOCK_SCALE
-        acc[4 * j + 0] += s_lo * tc[4 * j + 0];
-        acc[4 * j + 1] += s_lo * tc[4 * j + 1];
-        acc[4 * j + 2] += s_hi * tc[4 * j + 2];
-        acc[4 * j + 3] += s_hi * tc[4 * j + 3];
+        const float lo = j >= JB ? s_lo2 : s_lo;
+        const float hi = j >= JB ? s_hi2 : s_hi;
+        acc[4 * j + 0] += lo * tc[4 * j + 0];
+        acc[4 * j + 1] += lo * tc[4 * j + 1];
+        acc[4 * j + 2] += hi * tc[4 * j + 2];
+        acc[4 * j + 3] += hi * tc[4 * j + 3];
 #else
         acc[4 * j + 0] += tc[4 * j + 0];
         acc[4 * j + 1] += tc[4 * j + 1];
@@ -242,17 +293,42 @@ __device__ __forceinline__ void promote(float (&acc)[ACC], const float (&tc)[ACC
 }
 
 // This thread's block scales for k-block kt (rung 2; 1 otherwise): s_lo for row r_lo,
-// s_hi for row r_lo + 8; rows past M get 0.
+// s_hi for row r_lo + 8; rows past M get 0. With BN = 192, s_lo2 / s_hi2 are the same rows
+// times the next 128-column block of B (clamped to the last block; its columns past N are
+// clipped by the store).
 __device__ __forceinline__ void block_scales(const float* __restrict__ SA, const float* __restrict__ SB,
-                                             int M, int N, int kt, int r_lo, int n0, float& s_lo, float& s_hi)
+                                             int M, int N, int kt, int r_lo, int n0, float& s_lo, float& s_hi,
+                                             float& s_lo2, float& s_hi2)
 {
 #if BLOCK_SCALE
-    const float sb = SB[(size_t)kt * ((N + 127) / 128) + n0 / 128];
-    s_lo = r_lo < M ? SA[(size_t)kt * M + r_lo] * sb : 0.f;
-    s_hi = r_lo + 8 < M ? SA[(size_t)kt * M + r_lo + 8] * sb : 0.f;
+    const int nbn = (N + 127) / 128;
+    const float a_lo = r_lo < M ? SA[(size_t)kt * M + r_lo] : 0.f;
+    const float a_hi = r_lo + 8 < M ? SA[(size_t)kt * M + r_lo + 8] : 0.f;
+    const float sb = SB[(size_t)kt * nbn + n0 / 128];
+    s_lo = a_lo * sb;
+    s_hi = a_hi * sb;
+    if (BN > 128) {
+        const float sb2 = SB[(size_t)kt * nbn + min(n0 / 128 + 1, nbn - 1)];
+        s_lo2 = a_lo * sb2;
+        s_hi2 = a_hi * sb2;
+    } else {
+        s_lo2 = s_lo; s_hi2 = s_hi;
+    }
 #else
-    s_lo = s_hi = 1.f;
+    s_lo = s_hi = s_lo2 = s_hi2 = 1.f;
 #endif
+}
+
+// SCALE_LOAD = 2: the same four scales, read from the slot's scale area (A's 128 rows,
+// then B's two blocks); `row` is r_lo's row within the tile.
+__device__ __forceinline__ void slot_scales(u32 sc, int row, float& s_lo, float& s_hi, float& s_lo2, float& s_hi2)
+{
+    float a_lo, a_hi, b0, b1;
+    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(a_lo) : "r"(sc + 4 * row) : "memory");
+    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(a_hi) : "r"(sc + 4 * (row + 8)) : "memory");
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(b0), "=f"(b1) : "r"(sc + 4 * BM) : "memory");
+    s_lo = a_lo * b0; s_hi = a_hi * b0;
+    s_lo2 = a_lo * b1; s_hi2 = a_hi * b1;
 }
 
 // The consumers' turns (PINGPONG): bar.arrive signals a named barrier without waiting,
@@ -274,11 +350,12 @@ __device__ __forceinline__ void store_tile_bf16(const float (&v)[ACC], float alp
     const int r = 16 * warp + (lane >> 2);
     const int t = lane & 3;
 #pragma unroll
-    for (int h = 0; h < BN / 128; ++h) {
+    for (int h = 0; h < (BN + 127) / 128; ++h) {
+        const int boxes = BN / 64 - 2 * h >= 2 ? 2 : 1;     // 64-column boxes this round (BN = 192: 2, then 1)
         if (lead) bulk_wait_read<0>();                       // the previous store has read the buffer
         warpgroup_sync<BAR_ID>();
 #pragma unroll
-        for (int jj = 0; jj < 16; ++jj) {
+        for (int jj = 0; jj < 8 * boxes; ++jj) {
             const int j = 16 * h + jj;                       // n8 block of the accumulator layout
             const u32 a0 = buf + (jj / 8) * 8192 + r * 128 + (((jj & 7) ^ (r & 7)) << 4) + 4 * t;
             T2 x0 = pack2(alpha * v[4 * j + 0], alpha * v[4 * j + 1]);
@@ -290,7 +367,7 @@ __device__ __forceinline__ void store_tile_bf16(const float (&v)[ACC], float alp
         warpgroup_sync<BAR_ID>();
         if (lead) {
             tma_store_2d(tmC, buf, col0 + 128 * h, row0);
-            tma_store_2d(tmC, buf + 8192, col0 + 128 * h + 64, row0);
+            if (boxes == 2) tma_store_2d(tmC, buf + 8192, col0 + 128 * h + 64, row0);
             bulk_commit();
         }
     }
@@ -328,10 +405,13 @@ fp8_gemm(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc tm
     extern __shared__ unsigned char smem_raw[];
     const u32 base = (smem_u32(smem_raw) + 1023) & ~1023u;   // same offset in every CTA: multicast relies on it
     const u32 sA = base;                                     // STAGES x [128 rows][128 B]       16 KB each
-    const u32 sB = sA + STAGES * A_TILE_BYTES;               // STAGES x [BN rows][128 B]  16 or 32 KB each
+    const u32 sB = sA + STAGES * A_TILE_BYTES;               // STAGES x [BN rows][128 B]  16, 24 or 32 KB each
     const u32 sC = sB + STAGES * B_TILE_BYTES;               // 2 x 16 KB staging (one per consumer)
     const u32 full = sC + 2 * C_HALF_BYTES;
     const u32 empty = full + 8 * STAGES;
+#if SCALE_LOAD == 2
+    const u32 sS = empty + 8 * STAGES;                      // STAGES x SCALE_BYTES of block scales
+#endif
 
     const int wg = threadIdx.x / 128;                        // 0 producer, 1 and 2 consumers
     const u32 rank = CLUSTER_M > 1 ? cluster_ctarank() : 0;
@@ -345,7 +425,17 @@ fp8_gemm(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc tm
         tma_prefetch_desc(&tmA);
         tma_prefetch_desc(&tmB);
         tma_prefetch_desc(&tmC);
+#if SCALE_LOAD == 2
+        // full: the TMA thread and the 32 lanes of the scale warp; empty: all 256 consumer
+        // threads of this CTA (each has read its scales from the slot) and the leads of
+        // the other CTAs' consumer warpgroups (their wgmma have read the multicast B)
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full + 8 * s, 1 + 32);
+            mbar_init(empty + 8 * s, 256 + 2 * (CLUSTER_M - 1));
+        }
+#else
         init_ring(full, empty, STAGES, 2, CLUSTER_M);
+#endif
         fence_barrier_init();
     }
 #if CLUSTER_M > 1
@@ -382,6 +472,40 @@ fp8_gemm(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc tm
                 }
             }
         }
+#if SCALE_LOAD == 2
+        // The scale warp: for each k-tile, this CTA's 128 A scales (rows past M: 0) and the
+        // tile's B scales (its 128-column block and the next, clamped) into the slot's
+        // scale area; each lane then arrives on the slot's full barrier, releasing its own
+        // stores. The loads are issued before the wait for the slot, so their latency runs
+        // under it.
+        if (threadIdx.x / 32 == 1) {
+            const int lane = threadIdx.x & 31, nbn = (N + 127) / 128;
+            int it = 0;
+            for (int t = blockIdx.x / CLUSTER_M; t < tiles; t += stride) {
+                int mu, nb;
+                fp8_tile_coords(t, num_mu, num_n, mu, nb);
+                const int m0 = (mu * CLUSTER_M + (int)rank) * BM, n0 = nb * BN;
+                for (int kt = 0; kt < nk; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    float a[4];
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {
+                        const int r = m0 + lane + 32 * i;
+                        a[i] = r < M ? SA[(size_t)kt * M + r] : 0.f;
+                    }
+                    const float b = lane < 2 ? SB[(size_t)kt * nbn + min(n0 / 128 + lane, nbn - 1)] : 0.f;
+                    mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1);
+                    const u32 sc = sS + s * SCALE_BYTES;
+#pragma unroll
+                    for (int i = 0; i < 4; ++i)
+                        asm volatile("st.shared.f32 [%0], %1;\n" :: "r"(sc + 4 * (lane + 32 * i)), "f"(a[i]) : "memory");
+                    if (lane < 2)
+                        asm volatile("st.shared.f32 [%0], %1;\n" :: "r"(sc + 4 * (BM + lane)), "f"(b) : "memory");
+                    mbar_arrive(full + 8 * s);                  // release: these stores are seen by the waiters
+                }
+            }
+        }
+#endif
     } else {
         // ---------------- consumers: 64 rows each ----------------
         setmaxnreg_inc<CONSUMER_REGS>();
@@ -402,12 +526,20 @@ fp8_gemm(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc tm
 #pragma unroll
             for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
 #endif
+            // BN = 192: the first n8 group of this thread's columns that lies in B's next
+            // 128-column scale block (ACC / 4: none does)
+            const int jb = BN > 128 ? min(ACC / 4, (128 * (n0 / 128 + 1) - n0) / 8) : ACC / 4;
             int prev = -1;
             for (int kt = 0; kt < nk; ++kt, ++it) {
                 const int s = it % STAGES;
-                float s_lo, s_hi;
-                block_scales(SA, SB, M, N, kt, r_lo, n0, s_lo, s_hi);   // loads run under the copy and the wgmma
+                float s_lo, s_hi, s_lo2, s_hi2;
+#if SCALE_LOAD == 0
+                block_scales(SA, SB, M, N, kt, r_lo, n0, s_lo, s_hi, s_lo2, s_hi2);   // loads run under the copy and the wgmma
+#endif
                 mbar_wait(full + 8 * s, (it / STAGES) & 1);
+#if SCALE_LOAD == 2
+                slot_scales(sS + s * SCALE_BYTES, r_lo - m0, s_lo, s_hi, s_lo2, s_hi2);
+#endif
 #if PINGPONG
                 if (cw == 1) turn_wait<3>();                 // consumer 0 has issued this k-tile
                 else if (it > 0) turn_wait<4>();             // consumer 1 has issued the previous one
@@ -416,24 +548,46 @@ fp8_gemm(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc tm
 #if PROMOTE
                 mma_k_tile_fp8(tc, sA + s * A_TILE_BYTES + cw * 64 * 128, sB + s * B_TILE_BYTES, kt % PROMOTE == 0);
                 wgmma_commit();
+#if SCALE_LOAD == 1
+                block_scales(SA, SB, M, N, kt, r_lo, n0, s_lo, s_hi, s_lo2, s_hi2);   // under this k-tile's wgmma
+#endif
 #if PINGPONG
                 if (cw == 0) turn_pass<3>(); else turn_pass<4>();
 #endif
                 if (kt % PROMOTE == PROMOTE - 1 || kt == nk - 1) {
                     wgmma_wait<0>();                         // the partial sum is complete ...
+#if SCALE_LOAD == 2
+                    // every thread releases the slot itself: its own ld.shared of the scales
+                    // is then ordered before the scale warp's next stores into the slot (one
+                    // arrival after a warpgroup barrier was not enough for racecheck); the
+                    // other CTAs of the cluster hear from this warpgroup's lead
+                    mbar_arrive(empty + 8 * s);
+                    if (lead)
+                        for (u32 c = 0; c < CLUSTER_M; ++c)
+                            if (c != rank) mbar_arrive_cluster(empty + 8 * s, c);
+#else
                     if (lead) {
                         if (prev >= 0) release_slot(empty + 8 * prev, rank, CLUSTER_M);
-                        release_slot(empty + 8 * s, rank, CLUSTER_M);
+                        release_slot(empty + 8 * s, rank, CLUSTER_M);   // the wgmma has read the tiles
                     }
+#endif
                     prev = -1;
-                    promote(acc, tc, s_lo, s_hi);            // ... promote it into fp32 registers
+#if BLOCK_SCALE && BN == 192
+                    // n0 is a multiple of 192: B's next scale block starts at column 128 of the
+                    // tile (n0 % 128 == 0, jb = 16) or at column 64 (jb = 8)
+                    if (jb == 8) promote<8>(acc, tc, s_lo, s_hi, s_lo2, s_hi2);
+                    else         promote<16>(acc, tc, s_lo, s_hi, s_lo2, s_hi2);
+#else
+                    (void)jb;
+                    promote(acc, tc, s_lo, s_hi, s_lo2, s_hi2);   // ... promote it into fp32 registers
+#endif
                 } else {
                     wgmma_wait<1>();
                     if (prev >= 0 && lead) release_slot(empty + 8 * prev, rank, CLUSTER_M);
                     prev = s;
                 }
 #else
-                (void)s_lo; (void)s_hi;
+                (void)s_lo; (void)s_hi; (void)s_lo2; (void)s_hi2; (void)jb;
                 mma_k_tile_fp8(tc, sA + s * A_TILE_BYTES + cw * 64 * 128, sB + s * B_TILE_BYTES, kt == 0);
                 wgmma_commit();
 #if PINGPONG

@@ -29,8 +29,10 @@ SMEM_LIMIT = 232448               # the 227 KB opt-in limit of sm_90
 
 def smem(p) -> int:
     """Dynamic shared memory, bytes: 1 KB alignment slack, STAGES x (A tile 16 KB + Bt tile
-    BN x 128 B), two 16 KB bf16 staging buffers, two mbarriers per stage."""
-    return 1024 + p["STAGES"] * (BM * BK + p["BN"] * BK) + 2 * 64 * 128 * 2 + 2 * p["STAGES"] * 8
+    BN x 128 B), two 16 KB bf16 staging buffers, two mbarriers per stage, and with SCALE_LOAD = 2
+    a scale area of (128 + 4) floats per stage."""
+    return (1024 + p["STAGES"] * (BM * BK + p["BN"] * BK) + 2 * 64 * 128 * 2 + 2 * p["STAGES"] * 8
+            + (p["STAGES"] * (BM + 4) * 4 if p.get("SCALE_LOAD", 0) == 2 else 0))
 
 
 def _grid(p, s):
@@ -47,14 +49,16 @@ def _rules(p, s):
         multiple_of("K", K, 16, "TMA: the row pitch of A and Bt (K bytes of e4m3) must be a multiple of 16 bytes"),
         multiple_of("N", N, 8, "TMA: the row pitch of C (N x 2 bytes of bf16) must be a multiple of 16 bytes"),
         (max(M, N, K) < 2 ** 31, "M, N, K", (M, N, K), "must each be < 2^31 (32-bit tile coordinates)"),
-        (p["BN"] in (128, 256), "BN", p["BN"], "must be 128 or 256 (the wgmma N)"),
+        (p["BN"] in (128, 192, 256), "BN", p["BN"], "must be 128, 192 or 256 (the wgmma N)"),
         (p["CLUSTER_M"] in (1, 2), "CLUSTER_M", p["CLUSTER_M"], "must be 1 or 2 (clusters along M)"),
         (p["PROMOTE"] in (0, 1, 2, 4), "PROMOTE", p["PROMOTE"], "must be 0, 1, 2 or 4 (k-tiles per promotion)"),
-        (p["PROMOTE"] == 0 or p["BN"] == 128, "PROMOTE", p["PROMOTE"],
-         "needs BN = 128: two accumulator arrays of BN / 2 registers must fit a thread's 232"),
+        (p["PROMOTE"] == 0 or p["BN"] <= 192, "PROMOTE", p["PROMOTE"],
+         "needs BN <= 192: two accumulator arrays of BN / 2 registers must fit a thread's 232"),
         (p["BLOCK_SCALE"] == 0 or p["PROMOTE"] == 1, "BLOCK_SCALE", p["BLOCK_SCALE"],
          "needs PROMOTE = 1: each k-block's partial sum is multiplied by its own scales"),
         (p["PINGPONG"] in (0, 1), "PINGPONG", p["PINGPONG"], "must be 0 or 1 (consumers take turns issuing)"),
+        (p.get("SCALE_LOAD", 0) in (0, 1, 2) and (p.get("SCALE_LOAD", 0) == 0 or p["BLOCK_SCALE"]),
+         "SCALE_LOAD", p.get("SCALE_LOAD", 0), "must be 0, 1 or 2; 1 and 2 need BLOCK_SCALE = 1"),
         (2 <= p["STAGES"] and smem(p) <= SMEM_LIMIT, "STAGES", p["STAGES"],
          f"must be >= 2 with the ring within 227 KB of shared memory (BN = {p['BN']}: "
          f"at most {max(s for s in range(2, 9) if smem({**p, 'STAGES': s}) <= SMEM_LIMIT)})"),
@@ -88,12 +92,14 @@ _BASE = {"BN": 256, "STAGES": 4, "GROUP_M": 8, "CLUSTER_M": 1, "PROMOTE": 0, "BL
 RUNGS = {
     "fp8_r1_tensor": ("1: per-tensor e4m3, 128x256, fp32 in the Tensor Core", dict(_BASE)),
     "fp8_r2_block": ("2: 1x128 / 128x128 block scales, promoted every k-block, 128x128",
-                     {**_BASE, "BN": 128, "STAGES": 6, "CLUSTER_M": 2, "PROMOTE": 1, "BLOCK_SCALE": 1, "PINGPONG": 0}),
+                     {**_BASE, "BN": 128, "STAGES": 6, "CLUSTER_M": 2, "PROMOTE": 1, "BLOCK_SCALE": 1, "PINGPONG": 0,
+                      "SCALE_LOAD": 0}),
     "fp8_promote": ("per-tensor e4m3, 128x128, promoted every PROMOTE k-tiles",
                     {**_BASE, "BN": 128, "STAGES": 6, "CLUSTER_M": 2, "PROMOTE": 1}),
 }
 _CHOICES = {"STAGES": (2, 3, 4, 5, 6), "GROUP_M": (1, 4, 8, 16), "CLUSTER_M": (1, 2), "PROMOTE": (0, 1, 2, 4),
-            "PINGPONG": (0, 1), "OUT_F32": (0, 1), "BN": (128, 256)}
+            "PINGPONG": (0, 1), "OUT_F32": (0, 1), "BN": (128, 192, 256),
+            "SCALE_LOAD": (0, 1, 2)}
 
 for _key, (_title, _defaults) in RUNGS.items():
     register(Kernel(
