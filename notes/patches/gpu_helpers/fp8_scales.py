@@ -1,6 +1,6 @@
 """FP8 rung 2: where the block scales come from (SCALE_LOAD 0/1/2) at BN 128 and 192 (STAGES 5 without
 staged scales is the control of STAGES 5 with them)
-(notes/patches/fp8_rung2_scales.patch applied), against cuBLASLt in alternating rounds, three passes
+(the scale paths of 2debb53), against cuBLASLt in alternating rounds, three passes
 in rotated order at 8192^3 and 4096^3, the scale-free promoted build (fp8_promote PROMOTE 1) as the
 ceiling; then correctness of every variant on odd shapes against float64 (bf16 tolerance)."""
 import sys

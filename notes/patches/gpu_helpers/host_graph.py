@@ -1,4 +1,4 @@
-"""Development measurement of notes/patches/graph_replay.patch (apply it first): what a
+"""Development measurement of graph replay (2f5ed2e): what a
 repeated gemm() call costs on the host with its launches replayed as one CUDA graph, against
 the same calls launched step by step (packed), through CuPy's launch, and cupy.matmul; a
 control with new arrays every call (never a graph); bitwise equality of the graph's C with
