@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Put on main everything that waits for an H200 record, as one commit, and print its short sha
+# (pass it as GEMM_BOOK_COMMIT). Run from the repository root on a clean tree:
+#   chapter 9's memory-bound step and launch dropdown (with graph replay), chapter 10's GEMV text
+#   (undoing 3918b1f); FP8 rung 2's new defaults and controls, chapter 11's text
+#   (fp8_rung2_defaults.patch); the padding rule for tile-multiple M and N (padding_edge_rule.patch).
+# If no H200 records them in the same session: git reset --hard HEAD~1 (nothing else is lost).
+set -euo pipefail
+test -z "$(git status --porcelain --untracked-files=no)" || { echo "tree not clean"; exit 1; }
+git revert --no-commit 3918b1f
+git apply notes/patches/fp8_rung2_defaults.patch
+git apply notes/patches/padding_edge_rule.patch
+git commit -q -m "On the page for the H200 record: chapter 9's memory-bound step and launch dropdown, chapter 10's GEMV text, FP8 rung 2's defaults (BN 192, scales through the ring) with its controls, padding only where M or N has an edge"
+git rev-parse --short=12 HEAD
