@@ -17,8 +17,8 @@ if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   set -- $(for s in "$@"; do case $s in pre|pre9|pre27|t_any|san|san9|sanex|host|extra|t_ex|nbval|fusedab|nbsub|fp8ahead|fp8scales|fp8quick|fp8san|hostgraph) echo $s;; esac; done)
 fi
 SAN="compute-sanitizer --report-api-errors no --error-exitcode 1 --print-limit 20"
-declare -A EST=([pre]=120 [t_any]=90 [san]=170 [san9]=150 [results]=170 [anyshape]=160 [fp8]=40 [exercises]=105
-  [ladder]=10 [pitfalls]=25 [flags]=50 [ncu]=120 [t_ex]=150 [execute]=310 [nbval]=200 [fp8ahead]=300 [fp8scales]=320 [fp8quick]=60 [fp8san]=60 [hostgraph]=100 [sanex]=30 [host]=40 [extra]=60 [ncuc]=35 [fusedab]=60 [nbsub]=120 [tuning]=200 [pre9]=60 [ex910]=130 [pre27]=80 [ex27]=190 [nb27]=120)
+declare -A EST=([pre]=120 [t_any]=90 [san]=170 [san9]=150 [results]=170 [anyshape]=160 [fp8]=55 [exercises]=105
+  [ladder]=10 [pitfalls]=25 [flags]=50 [ncu]=120 [t_ex]=150 [execute]=310 [nbval]=200 [fp8ahead]=300 [fp8scales]=320 [fp8quick]=60 [fp8san]=60 [hostgraph]=100 [sanex]=30 [host]=40 [extra]=60 [ncuc]=35 [fusedab]=60 [nbsub]=120 [tuning]=200 [pre9]=60 [ex910]=130 [ex11]=60 [pre27]=80 [ex27]=190 [nb27]=120)
 pack() { cp results/*.json $REC/ 2>/dev/null; tar czf $OUT/rec.tgz -C $REC logs $(cd $REC && ls *.json 2>/dev/null) done 2>/dev/null; cp $REC/done $OUT/summary.txt; }
 run() { local name=$1; shift; local t=$(date +%s)
   "$@" >$REC/logs/$name.log 2>&1; local rc=$?
@@ -37,6 +37,7 @@ for s in "$@"; do
     pre9) run pre9 python3 scripts/precompile.py --chapters 9 10 --combos 4 ;;
     ex910) run ex910 python3 scripts/execute_notebooks.py book/09_any_shape.ipynb book/10_hopper.ipynb; tar czf $REC/nb.tgz book/*.ipynb; cp $REC/nb.tgz $OUT/nb.tgz ;;
     anyshape) run anyshape python3 scripts/record_anyshape.py ;;
+    ex11) run ex11 python3 scripts/execute_notebooks.py book/12_fp8.ipynb; tar czf $REC/nb.tgz book/*.ipynb; cp $REC/nb.tgz $OUT/nb.tgz ;;
     extra) run extra bash .gpu/extra.sh ;;
     host) run host python3 scripts/record_anyshape.py --sections host ;;
     fp8) run fp8 python3 scripts/record_fp8.py ;;
