@@ -142,6 +142,8 @@ static_assert(BLOCK_SCALE == 0 || PROMOTE == 1, "block scales change every k-blo
 static_assert(PINGPONG == 0 || PINGPONG == 1, "PINGPONG is 0 or 1");
 static_assert(SCALE_LOAD >= 0 && SCALE_LOAD <= 2 && (SCALE_LOAD == 0 || BLOCK_SCALE),
               "SCALE_LOAD is 0, 1 or 2; 1 and 2 are for block scales");
+static_assert(SCALE_LOAD != 2 || PROMOTE == 1,
+              "SCALE_LOAD = 2 releases each slot right after its k-tile's wgmma: every k-tile promoted");
 static_assert(PRODUCER_REGS % 8 == 0 && CONSUMER_REGS % 8 == 0, "setmaxnreg takes multiples of 8");
 static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 256 <= 65536, "register file: 64 K registers per SM");
 
