@@ -30,7 +30,7 @@ import numpy as np
 
 from . import gpu
 
-PATH = {"launch": None, "why": None}     # "packed" or "cupy", and why not packed
+PATH = {"launch": None, "why": None}     # "graph", "packed" or "cupy", and why not packed (or no graphs)
 _STATE = {"on": True, "cu": None, "tried": False, "graphs": True}
 GRAPH_MIN_STEPS = 2                      # a plan of one launch gains nothing from a graph
 GRAPHS_KEPT = 2                          # graphs kept per prepared plan (sets of the caller's pointers)
