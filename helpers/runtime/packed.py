@@ -64,25 +64,24 @@ def give_up(err: Exception) -> None:
 
 
 @contextlib.contextmanager
+def _off(switch: str):
+    """Inside this block ``_STATE[switch]`` is False; restored after, whatever happens."""
+    was = _STATE[switch]
+    _STATE[switch] = False
+    try:
+        yield
+    finally:
+        _STATE[switch] = was
+
+
 def disabled():
     """Inside this block every launch goes through CuPy's ``RawKernel`` call (the control)."""
-    was = _STATE["on"]
-    _STATE["on"] = False
-    try:
-        yield
-    finally:
-        _STATE["on"] = was
+    return _off("on")
 
 
-@contextlib.contextmanager
 def no_graphs():
     """Inside this block a repeated call launches its steps one by one (the graphs' control)."""
-    was = _STATE["graphs"]
-    _STATE["graphs"] = False
-    try:
-        yield
-    finally:
-        _STATE["graphs"] = was
+    return _off("graphs")
 
 
 def stream_handle():
