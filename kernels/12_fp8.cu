@@ -50,8 +50,7 @@
 //    11's record times both).
 // 7. Where the block scales come from (SCALE_LOAD, rung 2). 0: each consumer thread
 //    loads its k-block's scales from global memory at the top of the k-tile, before
-//    the wgmma; 1: the same loads, issued after the k-tile's wgmma; 2: a producer warp
-//    copies each k-block's 128 A scales and its B scales into the ring slot beside the
+//    the wgmma; 1: a producer warp copies each k-block's 128 A scales and its B scales into the ring slot beside the
 //    tiles, and the consumers read them from shared memory once the slot is full.
 //
 // Preconditions (helpers/chapters/ch12_fp8.py refuses anything else before launch):
@@ -126,9 +125,9 @@
 #define B_BOXES (BN / B_BOX_ROWS)
 #define B_TILE_BYTES (BN * BK)
 #define C_HALF_BYTES (64 * 128 * 2)      // one consumer's 64 x 128 bf16 staging buffer
-#define SCALE_BYTES ((BM + 4) * 4)       // SCALE_LOAD = 2: a slot's scales, 128 rows of A and two of B
+#define SCALE_BYTES ((BM + 4) * 4)       // SCALE_LOAD = 1: a slot's scales, 128 rows of A and two of B
 #define SMEM_FP8 (1024 + STAGES * (A_TILE_BYTES + B_TILE_BYTES) + 2 * C_HALF_BYTES + 2 * STAGES * 8 \
-                  + (SCALE_LOAD == 2 ? STAGES * SCALE_BYTES : 0))
+                  + (SCALE_LOAD == 1 ? STAGES * SCALE_BYTES : 0))
 
 static_assert(BN == 256 || BN == 192 || BN == 128, "BN is the wgmma N: 256, 192 or 128");
 static_assert(STAGES >= 2 && STAGES <= 6, "2..6 stages");
@@ -140,10 +139,10 @@ static_assert(PROMOTE == 0 || PROMOTE == 1 || PROMOTE == 2 || PROMOTE == 4, "PRO
 static_assert(PROMOTE == 0 || BN <= 192, "promotion keeps two accumulator arrays of BN / 2 registers: BN <= 192");
 static_assert(BLOCK_SCALE == 0 || PROMOTE == 1, "block scales change every k-block: PROMOTE = 1");
 static_assert(PINGPONG == 0 || PINGPONG == 1, "PINGPONG is 0 or 1");
-static_assert(SCALE_LOAD >= 0 && SCALE_LOAD <= 2 && (SCALE_LOAD == 0 || BLOCK_SCALE),
-              "SCALE_LOAD is 0, 1 or 2; 1 and 2 are for block scales");
-static_assert(SCALE_LOAD != 2 || PROMOTE == 1,
-              "SCALE_LOAD = 2 releases each slot right after its k-tile's wgmma: every k-tile promoted");
+static_assert((SCALE_LOAD == 0 || SCALE_LOAD == 1) && (SCALE_LOAD == 0 || BLOCK_SCALE),
+              "SCALE_LOAD is 0 or 1; 1 is for block scales");
+static_assert(SCALE_LOAD == 0 || PROMOTE == 1,
+              "SCALE_LOAD = 1 releases each slot right after its k-tile's wgmma: every k-tile promoted");
 static_assert(PRODUCER_REGS % 8 == 0 && CONSUMER_REGS % 8 == 0, "setmaxnreg takes multiples of 8");
 static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 256 <= 65536, "register file: 64 K registers per SM");
 
@@ -321,7 +320,7 @@ __device__ __forceinline__ void block_scales(const float* __restrict__ SA, const
 #endif
 }
 
-// SCALE_LOAD = 2: the same four scales, read from the slot's scale area (A's 128 rows,
+// SCALE_LOAD = 1: the same four scales, read from the slot's scale area (A's 128 rows,
 // then B's two blocks); `row` is r_lo's row within the tile.
 __device__ __forceinline__ void slot_scales(u32 sc, int row, float& s_lo, float& s_hi, float& s_lo2, float& s_hi2)
 {
@@ -411,7 +410,7 @@ fp8_gemm(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc tm
     const u32 sC = sB + STAGES * B_TILE_BYTES;               // 2 x 16 KB staging (one per consumer)
     const u32 full = sC + 2 * C_HALF_BYTES;
     const u32 empty = full + 8 * STAGES;
-#if SCALE_LOAD == 2
+#if SCALE_LOAD == 1
     const u32 sS = empty + 8 * STAGES;                      // STAGES x SCALE_BYTES of block scales
 #endif
 
@@ -427,7 +426,7 @@ fp8_gemm(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc tm
         tma_prefetch_desc(&tmA);
         tma_prefetch_desc(&tmB);
         tma_prefetch_desc(&tmC);
-#if SCALE_LOAD == 2
+#if SCALE_LOAD == 1
         // full: the TMA thread and the 32 lanes of the scale warp; empty: all 256 consumer
         // threads of this CTA (each has read its scales from the slot) and the leads of
         // the other CTAs' consumer warpgroups (their wgmma have read the multicast B)
@@ -474,7 +473,7 @@ fp8_gemm(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc tm
                 }
             }
         }
-#if SCALE_LOAD == 2
+#if SCALE_LOAD == 1
         // The scale warp: for each k-tile, this CTA's 128 A scales (rows past M: 0) and the
         // tile's B scales (its 128-column block and the next, clamped) into the slot's
         // scale area; each lane then arrives on the slot's full barrier, releasing its own
@@ -539,7 +538,7 @@ fp8_gemm(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc tm
                 block_scales(SA, SB, M, N, kt, r_lo, n0, s_lo, s_hi, s_lo2, s_hi2);   // loads run under the copy and the wgmma
 #endif
                 mbar_wait(full + 8 * s, (it / STAGES) & 1);
-#if SCALE_LOAD == 2
+#if SCALE_LOAD == 1
                 slot_scales(sS + s * SCALE_BYTES, r_lo - m0, s_lo, s_hi, s_lo2, s_hi2);
 #endif
 #if PINGPONG
@@ -550,15 +549,12 @@ fp8_gemm(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc tm
 #if PROMOTE
                 mma_k_tile_fp8(tc, sA + s * A_TILE_BYTES + cw * 64 * 128, sB + s * B_TILE_BYTES, kt % PROMOTE == 0);
                 wgmma_commit();
-#if SCALE_LOAD == 1
-                block_scales(SA, SB, M, N, kt, r_lo, n0, s_lo, s_hi, s_lo2, s_hi2);   // under this k-tile's wgmma
-#endif
 #if PINGPONG
                 if (cw == 0) turn_pass<3>(); else turn_pass<4>();
 #endif
                 if (kt % PROMOTE == PROMOTE - 1 || kt == nk - 1) {
                     wgmma_wait<0>();                         // the partial sum is complete ...
-#if SCALE_LOAD == 2
+#if SCALE_LOAD == 1
                     // every thread releases the slot itself: its own ld.shared of the scales
                     // is then ordered before the scale warp's next stores into the slot (one
                     // arrival after a warpgroup barrier was not enough for racecheck); the

@@ -29,10 +29,10 @@ SMEM_LIMIT = 232448               # the 227 KB opt-in limit of sm_90
 
 def smem(p) -> int:
     """Dynamic shared memory, bytes: 1 KB alignment slack, STAGES x (A tile 16 KB + Bt tile
-    BN x 128 B), two 16 KB bf16 staging buffers, two mbarriers per stage, and with SCALE_LOAD = 2
+    BN x 128 B), two 16 KB bf16 staging buffers, two mbarriers per stage, and with SCALE_LOAD = 1
     a scale area of (128 + 4) floats per stage."""
     return (1024 + p["STAGES"] * (BM * BK + p["BN"] * BK) + 2 * 64 * 128 * 2 + 2 * p["STAGES"] * 8
-            + (p["STAGES"] * (BM + 4) * 4 if p.get("SCALE_LOAD", 0) == 2 else 0))
+            + (p["STAGES"] * (BM + 4) * 4 if p.get("SCALE_LOAD", 0) == 1 else 0))
 
 
 def _grid(p, s):
@@ -57,8 +57,8 @@ def _rules(p, s):
         (p["BLOCK_SCALE"] == 0 or p["PROMOTE"] == 1, "BLOCK_SCALE", p["BLOCK_SCALE"],
          "needs PROMOTE = 1: each k-block's partial sum is multiplied by its own scales"),
         (p["PINGPONG"] in (0, 1), "PINGPONG", p["PINGPONG"], "must be 0 or 1 (consumers take turns issuing)"),
-        (p.get("SCALE_LOAD", 0) in (0, 1, 2) and (p.get("SCALE_LOAD", 0) == 0 or p["BLOCK_SCALE"]),
-         "SCALE_LOAD", p.get("SCALE_LOAD", 0), "must be 0, 1 or 2; 1 and 2 need BLOCK_SCALE = 1"),
+        (p.get("SCALE_LOAD", 0) in (0, 1) and (p.get("SCALE_LOAD", 0) == 0 or p["BLOCK_SCALE"]),
+         "SCALE_LOAD", p.get("SCALE_LOAD", 0), "must be 0 or 1; 1 needs BLOCK_SCALE = 1"),
         (2 <= p["STAGES"] and smem(p) <= SMEM_LIMIT, "STAGES", p["STAGES"],
          f"must be >= 2 with the ring within 227 KB of shared memory (BN = {p['BN']}: "
          f"at most {max(s for s in range(2, 9) if smem({**p, 'STAGES': s}) <= SMEM_LIMIT)})"),
@@ -99,7 +99,7 @@ RUNGS = {
 }
 _CHOICES = {"STAGES": (2, 3, 4, 5, 6), "GROUP_M": (1, 4, 8, 16), "CLUSTER_M": (1, 2), "PROMOTE": (0, 1, 2, 4),
             "PINGPONG": (0, 1), "OUT_F32": (0, 1), "BN": (128, 192, 256),
-            "SCALE_LOAD": (0, 1, 2)}
+            "SCALE_LOAD": (0, 1)}
 
 for _key, (_title, _defaults) in RUNGS.items():
     register(Kernel(

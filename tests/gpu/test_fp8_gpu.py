@@ -14,9 +14,9 @@ pytestmark = pytest.mark.skipif(not gpu.live() or gpu.device_info()["cc"] != (9,
 
 CASES = [("fp8_r1_tensor", {}), ("fp8_r1_tensor", {"CLUSTER_M": 1}), ("fp8_r2_block", {}),
          ("fp8_r2_block", {"PINGPONG": 0}), ("fp8_r2_block", {"PINGPONG": 1, "CLUSTER_M": 1}),
-         ("fp8_r2_block", {"BN": 192, "STAGES": 4, "SCALE_LOAD": 2}),
-         ("fp8_r2_block", {"BN": 192, "STAGES": 4, "SCALE_LOAD": 2, "CLUSTER_M": 1, "PINGPONG": 1}),
-         ("fp8_r2_block", {"BN": 192, "STAGES": 4, "SCALE_LOAD": 1}), ("fp8_r2_block", {"STAGES": 5, "SCALE_LOAD": 2}),
+         ("fp8_r2_block", {"BN": 192, "STAGES": 4, "SCALE_LOAD": 1}),
+         ("fp8_r2_block", {"BN": 192, "STAGES": 4, "SCALE_LOAD": 1, "CLUSTER_M": 1, "PINGPONG": 1}),
+         ("fp8_r2_block", {"STAGES": 5, "SCALE_LOAD": 1}),
          ("fp8_promote", {"PROMOTE": 0}), ("fp8_promote", {"PROMOTE": 4}), ("fp8_promote", {"PROMOTE": 2, "PINGPONG": 1}),
          ("fp8_promote", {"BN": 192, "STAGES": 4, "PROMOTE": 2})]
 SHAPES = [(1, 8, 16), (200, 264, 176), (333, 136, 4112), (1000, 1000, 1008), (128, 256, 128), (4093, 4088, 4096)]
@@ -59,11 +59,11 @@ def test_promotion_builds_agree_on_small_K():
 
 @pytest.mark.parametrize("params", [{"BN": 192, "STAGES": 4}, {"BN": 192, "STAGES": 4, "CLUSTER_M": 1}, {"STAGES": 5}])
 def test_block_scales_from_the_ring_match_scales_from_global_memory(params):
-    """SCALE_LOAD 2 (the scale warp copies each k-block's scales into the ring slot) computes
+    """SCALE_LOAD 1 (the scale warp copies each k-block's scales into the ring slot) computes
     bit for bit what SCALE_LOAD 0 (each consumer thread loads them from global memory) does:
     the same products in the same order, only the scales' path differs."""
     data = rt.inputs((333, 392, 4112), "block", out_f32=True, bf16_reference=False)
     a = data.arrays
     got = [gpu.cupy().asnumpy(ch.run_once("fp8_r2_block", a["A"], a["Bt"], a["SA"], a["SB"], out_f32=True,
-                                          SCALE_LOAD=sl, **params)) for sl in (0, 2)]
+                                          SCALE_LOAD=sl, **params)) for sl in (0, 1)]
     np.testing.assert_array_equal(got[1], got[0])
