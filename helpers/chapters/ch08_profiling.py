@@ -201,7 +201,8 @@ def search_rows(runs: list) -> list:
             dflt = (f"{o['ratio']:.3f} (another run: results/{results.DEFAULT_SLUG}.json, "
                     f"{(o.get('recorded') or {}).get('date', '?')})" if o else "not timed")
         rho = tuning_fig.spearman(run)
-        rows.append({"kernel": run["kernel"], "space": run.get("space"), "refused": run.get("refused"),
+        rows.append({"kernel": run["kernel"],        # a count: the record may hold it as a float
+                     "space": None if run.get("space") is None else int(run["space"]), "refused": run.get("refused"),
                      "ranked": run.get("ranked"), "timed": len(recs),
                      "near": f"{tuning_fig.near_best(run)} of {len(recs)}",
                      "best": None if best is None else f"{best['ratio']:.3f} ({best['value']:.4g} TFLOP/s)",
@@ -436,7 +437,7 @@ def live_tune(cfg: dict | None = None) -> dict | None:
         return None
     doc = tune.tune(cfg["key"], cfg["shape"], top=cfg["top"], sample=cfg["sample"], head=cfg["head"],
                     local_steps=cfg["local_steps"], shared_eff=TUNE_SHARED_EFF.get(cfg["key"]))
-    where = f"measured live in this run on {gpu.device_info()['name']}, M = N = K = {cfg['shape'][0]}"
+    where = f"measured live in this run on {results.live_label()}, M = N = K = {cfg['shape'][0]}"
     show_search([doc], where)
     for line in summary_lines([doc], where)[1:]:
         print(line)

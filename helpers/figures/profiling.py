@@ -120,6 +120,8 @@ def roofline_measured(recs: list, ceil: dict, runs: list, title: str = "Roofline
     at two intensities: 2MNK over the DRAM bytes Nsight Compute counted for that kernel (filled
     diamond, from ``runs``) and the minimal intensity of the problem (hollow circle), joined by a
     dotted line. The y value is the record's TFLOP/s. Records without a panel are left out."""
+    # The points are drawn here, not by figure(): its subtitle names only the roofs' source.
+    ceil = dict(ceil, where=f"roofs: {ceil.get('where', '?')}")
     fig = roofline_fig.figure([], ceil, title=title, dtypes={r.get("dtype") for r in recs})
     by_key = {(r["key"], tuple(r["shape"])): r for r in runs}
     for i, rec in enumerate(recs):

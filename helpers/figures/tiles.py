@@ -179,8 +179,8 @@ def ownership_figure(key: str, p: dict | None = None, warp: int = 0):
     def title(lane):
         n = len(shapes(lane)) - 1
         return (f"{key}: lane {lane} of warp {warp} owns {per} outputs in {n} "
-                f"block{'s' if n > 1 else ''} (outlined)<br><sup>{geo}<br>{model_note()}; the GPU suite "
-                "checks the model against the kernel's -DRECORD_OWNER=1 build</sup>")
+                f"rectangle{'s' if n > 1 else ''} (outlined)<br><sup>{geo}<br>{model_note()}; checked against "
+                "a build of the kernel that stores each output's thread index (-DRECORD_OWNER=1)</sup>")
 
     steps = [dict(method="relayout", label=str(l), args=[{"shapes": shapes(l), "title.text": title(l)}])
              for l in range(32)]

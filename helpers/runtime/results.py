@@ -137,10 +137,18 @@ def describe(prov: dict, data: dict | None = None) -> str:
     return line
 
 
+def live_label() -> str:
+    """'NVIDIA H200, 2026-12-07, commit 0123456789ab': this GPU, today and the code's commit
+    (the commit left out where it is unknown, e.g. a copy of the book without git)."""
+    c = _commit()
+    return (f"{gpu.device_info()['name']}, {datetime.date.today().isoformat()}"
+            + ("" if c == "unknown" else f", commit {c}"))
+
+
 def where(live: bool, prov: dict | None = None) -> str:
     """The label every figure and table carries."""
     if live:
-        return f"measured live in this run on {gpu.device_info()['name']}"
+        return f"measured live in this run on {live_label()}"
     if prov is None:
         data = load()
         return f"recorded on {describe(data['provenance'], data)}; no GPU in this run"
