@@ -58,7 +58,7 @@ for s in "$@"; do
     execute) run execute python3 scripts/execute_notebooks.py; tar czf $REC/nb.tgz book/*.ipynb; cp $REC/nb.tgz $OUT/nb.tgz ;;
     nbval) run nbval python3 -m pytest --nbval-lax -n 4 -q -p no:cacheprovider -o addopts="" --dist loadfile --nbval-current-env --nbval-cell-timeout=600 --nbval-kernel-startup-timeout=300 book ;;
     ncuc) run ncu_controls python3 scripts/ncu_panels.py --controls --out results/$SLUG-ncu-controls.json ;;
-    nbsub) run nbsub timeout 200 python3 -m pytest --nbval-lax -n 3 -q -p no:cacheprovider -o addopts="" --dist loadfile --nbval-current-env --nbval-cell-timeout=300 --nbval-kernel-startup-timeout=120 book/09_any_shape.ipynb book/10_hopper.ipynb book/intro.ipynb ;;
+    nbsub) run nbsub timeout 200 python3 -m pytest --nbval-lax -n 4 -q -p no:cacheprovider -o addopts="" --dist loadfile --nbval-current-env --nbval-cell-timeout=300 --nbval-kernel-startup-timeout=120 book/09_any_shape.ipynb book/10_hopper.ipynb book/intro.ipynb book/12_fp8.ipynb ;;
     pre27) run pre27 python3 scripts/precompile.py --chapters 1 2 3 4 5 6 7 9 10 ;;
     ex27) run ex27 python3 scripts/execute_notebooks.py book/0[1-79]_*.ipynb book/10_hopper.ipynb; tar czf $REC/nb.tgz book/*.ipynb; cp $REC/nb.tgz $OUT/nb.tgz ;;
     nb27) run nb27 timeout $(( left - 15 )) python3 -m pytest --nbval-lax -n 4 -q -p no:cacheprovider -o addopts="" --dist loadfile --nbval-current-env --nbval-cell-timeout=300 --nbval-kernel-startup-timeout=120 book/0[1-79]_*.ipynb book/10_hopper.ipynb ;;

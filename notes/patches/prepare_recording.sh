@@ -10,5 +10,5 @@ test -z "$(git status --porcelain --untracked-files=no)" || { echo "tree not cle
 git revert --no-commit 3918b1f
 git apply notes/patches/fp8_rung2_defaults.patch
 git apply notes/patches/padding_edge_rule.patch
-git commit -q -m "On the page for the H200 record: chapter 9's memory-bound step and launch dropdown, chapter 10's GEMV text, FP8 rung 2's defaults (BN 192, scales through the ring) with its controls, padding only where M or N has an edge"
+git commit -q -a -m "On the page for the H200 record: chapter 9's memory-bound step and launch dropdown, chapter 10's GEMV text, FP8 rung 2's defaults (BN 192, scales through the ring) with its controls, padding only where M or N has an edge"
 git rev-parse --short=12 HEAD
