@@ -297,3 +297,16 @@ def test_whole_file_listing_shows_its_headers_folded():
     assert pasted.count("// ---- begin common.cuh ----") == 1 and '#include "' not in pasted
     probe = kc.source("experiments/07_mma_probe.cu")                  # an experiment includes its kernel
     assert probe.count("gemm_mma_sync(") == 1 and "gemm_mma_probe(" in probe and '#include "' not in probe
+
+
+def test_a_live_caption_names_the_gpu_the_date_and_the_commit(monkeypatch):
+    """A live figure's caption says which GPU, when and which code measured it; without git
+    (a copy of the book) it leaves the commit out rather than printing 'unknown'."""
+    import datetime
+    monkeypatch.setattr(results.gpu, "device_info", lambda: {"name": "NVIDIA L4"})
+    monkeypatch.setenv("GEMM_BOOK_COMMIT", "0123456789ab")
+    today = datetime.date.today().isoformat()
+    assert results.where(True) == f"measured live in this run on NVIDIA L4, {today}, commit 0123456789ab"
+    monkeypatch.setenv("GEMM_BOOK_COMMIT", "")
+    monkeypatch.setattr(results.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(OSError("no git")))
+    assert results.where(True) == f"measured live in this run on NVIDIA L4, {today}"
