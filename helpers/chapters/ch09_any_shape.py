@@ -464,8 +464,8 @@ def show_plans(shapes=((1, 1, 1), (35, 79, 19), (4093, 4093, 4093), (512, 512, 3
         rows.append({"M, N, K": " x ".join(map(str, s)), "plan": p.name, "why": p.reason})
     gpu_name = gpu.device_info()["name"] if gpu.live() else "the H200 of the records"
     show.table(rows, {"M, N, K": "M, N, K", "plan": "plan", "why": "why"},
-               f"The dispatcher's rules (helpers.models.anyshape.plan) on this GPU ({gpu_name}, {sms} SMs). "
-               "A model: no GPU involved.")
+               f"The dispatcher's rules (helpers.models.anyshape.plan) on this GPU ({gpu_name}, {sms} SMs) with this "
+               "chapter's kernels (on an H100/H200 chapter 10's kernel adds 'hopper' plans). A model: no GPU involved.")
 
 
 def dispatcher_widget():
