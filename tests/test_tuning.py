@@ -282,3 +282,14 @@ def test_the_search_table_names_the_winner_against_the_default_it_was_timed_besi
         if base and tuning_fig.measured(run)[0]["params"] != base["params"]:
             assert "by the default itself" not in line, line
             assert "by the default changed to " in line, line      # not "by the default with": it lost
+
+
+def test_the_search_table_prints_counts_as_integers():
+    """The configuration count is a count, not a ratio: a column whose name merely contains the
+    letters "ratio" (configurations) keeps its integers (it printed 3.11e+05 for 311040)."""
+    from helpers.chapters import ch08_profiling as ch8
+    from helpers.figures import show
+    rows = [{"kernel": "k", "space": 311040, "refused": 275200, "ratio": 0.95432}]
+    md = show.table_markdown(rows, {**{k: ch8.SEARCH_COLUMNS[k] for k in ("kernel", "space", "refused")},
+                                    "ratio": "ratio to cuBLAS"}, "c")
+    assert "| 311040 | 275200 | 0.954 |" in md, md

@@ -201,8 +201,7 @@ def search_rows(runs: list) -> list:
             dflt = (f"{o['ratio']:.3f} (another run: results/{results.DEFAULT_SLUG}.json, "
                     f"{(o.get('recorded') or {}).get('date', '?')})" if o else "not timed")
         rho = tuning_fig.spearman(run)
-        rows.append({"kernel": run["kernel"],        # a count: the record may hold it as a float
-                     "space": None if run.get("space") is None else int(run["space"]), "refused": run.get("refused"),
+        rows.append({"kernel": run["kernel"], "space": run.get("space"), "refused": run.get("refused"),
                      "ranked": run.get("ranked"), "timed": len(recs),
                      "near": f"{tuning_fig.near_best(run)} of {len(recs)}",
                      "best": None if best is None else f"{best['ratio']:.3f} ({best['value']:.4g} TFLOP/s)",

@@ -265,7 +265,8 @@ def _cell(v) -> str:
 
 # A numeric column whose key or header says "ratio" (or "x cuBLAS", "/ cuBLAS", or is a quotient
 # "a ÷ b") is printed with style.ratio_text: three significant figures in every table of the book.
-_RATIO_COLUMN = re.compile(r"ratio|[x×/] cuBLAS|of cuBLAS|÷", re.I)
+# "ratio" starts a word: "configurations", "iterations" and "duration" hold the letters too.
+_RATIO_COLUMN = re.compile(r"(?<![a-z])ratio|[x×/] cuBLAS|of cuBLAS|÷", re.I)
 
 
 def table_markdown(rows: Sequence[Mapping], columns: Iterable, caption: str) -> str:
