@@ -153,12 +153,30 @@ def test_without_a_gpu_each_control_is_a_one_line_note(monkeypatch):
     notes = []
     monkeypatch.setattr(show, "note", lambda text, title="Note": notes.append((title, text)))
     assert common.live_slider("tile1d_padded", SHAPE) is None
-    assert ch4.bank_explorer() is None
     assert ch9.dispatcher_widget() is None
-    assert len(notes) == 3
+    assert len(notes) == 2
     for title, text in notes:
         assert title == "Live control" and common.NEEDS_GPU in text and "\n" not in text.strip()
     assert "`tile1d_padded` (BM, BN, BK, TN, PAD)" in notes[0][1]
+
+
+def test_the_bank_explorer_needs_a_notebook_not_a_gpu(monkeypatch):
+    """It redraws the bank model and measures nothing: on this CPU machine it builds its widgets,
+    and only batch execution replaces it with a note that does not ask for a GPU."""
+    assert not show.live_controls()
+    monkeypatch.setattr(ch4, "display", lambda *a, **k: None)
+    drawn = []
+    monkeypatch.setattr(show, "figure", lambda fig, *a, **k: drawn.append(fig))
+    box = ch4.bank_explorer()
+    assert isinstance(box, w.VBox) and len(drawn) == 1
+    box.children[0].value = 16                              # BK
+    assert len(drawn) == 2
+    notes = []
+    monkeypatch.setattr(show, "note", lambda text, title="Note": notes.append((title, text)))
+    monkeypatch.setenv("GEMM_BOOK_BATCH", "1")
+    assert ch4.bank_explorer() is None
+    ((title, text),) = notes
+    assert title == "Live control" and common.NEEDS_NOTEBOOK in text and common.NEEDS_GPU not in text
 
 
 def test_a_live_sweep_has_a_progress_bar_and_a_recorded_one_none(monkeypatch, log):
@@ -215,10 +233,10 @@ def test_the_static_book_shows_a_note_where_a_live_control_would_be(path):
     nb = nbformat.read(path, 4)
     for c in nb.cells:
         if c.cell_type == "code" and controls_in(c.source):
-            notes = [m for m in _markdown_outputs(c) if common.NEEDS_GPU in m]
+            notes = [m for m in _markdown_outputs(c) if common.NEEDS_GPU in m or common.NEEDS_NOTEBOOK in m]
             assert len(notes) == controls_in(c.source), (
                 f"{path.name}: this cell builds {controls_in(c.source)} live control(s) but its committed "
-                f"outputs carry {len(notes)} 'needs a GPU' note(s):\n{c.source}")
+                f"outputs carry {len(notes)} 'needs a GPU' or 'needs a running notebook' note(s):\n{c.source}")
 
 
 GLUE_ROLE = re.compile(r"\{glue(?::\w*)?\}`([^`]+)`")

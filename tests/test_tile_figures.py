@@ -263,8 +263,8 @@ def test_sweep_highlights_the_best_ratio_not_the_most_tflops():
 
 
 def test_no_live_controls_in_batch_execution(monkeypatch):
-    """scripts/execute_notebooks.py sets GEMM_BOOK_BATCH=1; then neither live
-    control builds widgets, even with a GPU (see helpers.figures.show.live_controls)."""
+    """scripts/execute_notebooks.py sets GEMM_BOOK_BATCH=1; then no live control
+    builds widgets, even with a GPU (see helpers.figures.show.live_controls)."""
     monkeypatch.setattr(gpu, "live", lambda: True)
     monkeypatch.setenv("GEMM_BOOK_BATCH", "1")
     assert not show.live_controls()

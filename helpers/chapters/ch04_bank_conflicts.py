@@ -22,7 +22,7 @@ from helpers.runtime import bench, catalog
 from helpers.runtime.catalog import Kernel, register
 
 from . import common
-from .common import artifact_note, control_note, staged, threads_rules
+from .common import NEEDS_NOTEBOOK, artifact_note, control_note, staged, threads_rules
 
 
 # chapter 4: 1-D thread tile (TN outputs along a row of C), the A tile read
@@ -72,13 +72,13 @@ for _key in ("tile1d_conflict", "tile1d_padded", "tile1d_swizzle", "tile1d_trans
 # ------------------------------------------------------------------ notebook calls
 def bank_explorer():
     """ipywidgets controls (tile width, access direction, layout) redrawing
-    :func:`bank_figure` for one state. Live only (returns None without a GPU,
-    like the book's other live controls, after a one-line note; the Plotly controls
-    of the static figure cover the same states; None also in batch execution, see
-    :func:`helpers.figures.show.live_controls`)."""
-    if not show.live_controls():
+    :func:`bank_figure` for one state. It draws the bank model and measures nothing, so it
+    needs no GPU: in any running notebook it returns the ``ipywidgets.VBox``. In batch execution
+    (:func:`helpers.figures.show.interactive`) it returns None after a one-line note; the
+    Plotly controls of the static figure cover the same states."""
+    if not show.interactive():
         return control_note("Buttons for the tile width and access direction and a slider for the layout redraw "
-                            "this figure (its own menu and slider cover the same states)")
+                            "this figure (its own menu and slider cover the same states)", needs=NEEDS_NOTEBOOK)
     ctl = {"width": w.ToggleButtons(options=[16, 32], value=32, description="BK"),
            "direction": w.ToggleButtons(options=list(DIRECTIONS), value="column", description="access"),
            "layout": w.SelectionSlider(options=list(LAYOUTS), value="PAD=0", description="layout",

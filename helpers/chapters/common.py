@@ -315,13 +315,15 @@ def default_values(key: str, prefix: str) -> dict:
 
 # ------------------------------------------------------------------ live controls
 NEEDS_GPU = "needs a GPU: open this chapter in Colab or JupyterLab"
+NEEDS_NOTEBOOK = "needs a running notebook, with or without a GPU: open this chapter in Colab or JupyterLab"
 
 
-def control_note(what: str) -> None:
+def control_note(what: str, needs: str = NEEDS_GPU) -> None:
     """The one line shown where a live control would be when none is built: without a GPU
     (recorded mode) and in batch execution, whose outputs are what the static book shows
-    (:func:`helpers.figures.show.live_controls`). ``what``: the control, in words."""
-    show.note(f"{what}. This control {NEEDS_GPU}.", title="Live control")
+    (:func:`helpers.figures.show.live_controls`). ``what``: the control, in words; ``needs``:
+    what it takes, :data:`NEEDS_GPU` (it measures) or :data:`NEEDS_NOTEBOOK` (it redraws a model)."""
+    show.note(f"{what}. This control {needs}.", title="Live control")
 
 
 def replacing(out):

@@ -56,7 +56,14 @@ def live_controls() -> bool:
     timeout: the kernel's reply arrives on time but is read 60 s later with a
     60 s timeout (chapter 4 on the H200, and reproduced without a GPU,
     2026-11-29)."""
-    return gpu.live() and os.environ.get("GEMM_BOOK_BATCH") != "1"
+    return gpu.live() and interactive()
+
+
+def interactive() -> bool:
+    """Whether widgets may be drawn at all: False only while ``scripts/execute_notebooks.py``
+    executes the notebooks (``GEMM_BOOK_BATCH=1``, see :func:`live_controls`). Controls that
+    redraw a model and measure nothing (chapter 4's bank explorer) need this, not a GPU."""
+    return os.environ.get("GEMM_BOOK_BATCH") != "1"
 
 
 def figure_bundle(fig, config: Mapping | None = None) -> dict:
