@@ -27,7 +27,8 @@ one ncu run the same way, and writes them with "role" ("default" or "winner") fo
 8's winner-beside-default panel (``helpers.runtime.panels.TUNED_ARTIFACT``). The third
 form is the child the notebook's one-kernel call (helpers.runtime.panels.profile)
 runs under ncu: one launch of one kernel, checked against a float64 reference.
-``--controls`` profiles the controls the chapters' claims rest on (:data:`CONTROLS`: the two naive
+``--controls`` profiles the controls the chapters' claims rest on (:data:`CONTROLS`, some of them
+three launches each: the two naive
 orders and chapter 2's kernels with the sector and request counters of their global loads and
 the L1/L2 hit rates; cp_async with its bank conflicts split by instruction kind, the cp.async
 copies included; the mma-only rung of chapter 7's PROBE ladder), with the panel's counters
@@ -57,12 +58,14 @@ from helpers.runtime import catalog, defaults as tuned, gpu, ncu as ncu_tool, pa
 MINMAX = re.compile(r"\.(min|max)(\.|$)")    # per-unit extremes: not read by the panel, half the file
 
 
-# The controls (--controls): what each chapter's "because" rests on, one launch each.
+# The controls (--controls): what each chapter's "because" rests on, one launch each, or
+# "launches" of them where the L2 decides the DRAM bytes: those move from launch to launch (vec4
+# by about a quarter within one run on an H100), so chapter 2 quotes their median and range.
 CONTROLS = [
     {"key": "naive_xfirst", "claim": "chapter 1: x-first threads do not coalesce"},
-    {"key": "naive_yfirst", "claim": "chapter 1: y-first threads coalesce"},
-    {"key": "strip4", "claim": "chapter 2: four outputs per thread, scalar loads"},
-    {"key": "vec4", "claim": "chapter 2: four outputs per thread, float4 loads"},
+    {"key": "naive_yfirst", "launches": 3, "claim": "chapter 1: y-first threads coalesce"},
+    {"key": "strip4", "launches": 3, "claim": "chapter 2: four outputs per thread, scalar loads"},
+    {"key": "vec4", "launches": 3, "claim": "chapter 2: four outputs per thread, float4 loads"},
     {"key": "cp_async", "claim": "chapter 5: which instruction has the bank conflicts"},
     {"key": "mma_sync_f16", "claim": "chapter 7: the kernel beside its mma-only rung"},
     {"key": "mma_sync_f16", "extra_defines": {"PROBE": 4}, "claim": "chapter 7: the mma-only rung (PROBE=4)"},
@@ -85,9 +88,12 @@ CONTROL_METRICS = [
 
 
 def controls_plan(shape) -> list:
+    """The profile items of :data:`CONTROLS` this GPU runs, each ``"launches"`` times (default 1),
+    numbered by ``"launch"``; the repeats follow each other, so a kernel's launches are consecutive."""
     cc = gpu.device_info()["cc"]
-    return [{**c, "params": catalog.get(c["key"]).params(), "shape": list(shape)}
-            for c in CONTROLS if c["key"] in catalog.KERNELS and catalog.get(c["key"]).runs_on(cc)]
+    return [{**c, "params": catalog.get(c["key"]).params(), "shape": list(shape), "launch": i}
+            for c in CONTROLS if c["key"] in catalog.KERNELS and catalog.get(c["key"]).runs_on(cc)
+            for i in range(c.get("launches", 1))]
 
 
 def plan(shape) -> list:
@@ -154,7 +160,7 @@ def record(a) -> int:
     for r in runs:
         p = diagnosis.panel(r["metrics"])
         label = (f"heaven {r['heaven']:2d}" if "heaven" in r else f"{r['role']:>9s}" if "role" in r
-                 else f"{json.dumps(r.get('extra_defines') or {}):>14s}")
+                 else f"{json.dumps(r.get('extra_defines') or {}):>14s} #{r.get('launch', 0)}")
         print(f"  {label} {r['key']:26s} SM {p['sm_pct'] or 0:5.1f}%  mem {p['mem_pct'] or 0:5.1f}%  "
               f"DRAM {((p['dram_read'] or 0) + (p['dram_write'] or 0)) / 1e6:8.1f} MB  "
               f"tensor {p['tensor_pct'] or 0:5.1f}%  fma {p['fma_pct'] or 0:5.1f}%  stalls {p['stalls']}")

@@ -135,3 +135,56 @@ def test_command_summary_is_one_short_line():
     assert line == ("ncu, collecting 4 sections (SpeedOfLight, MemoryWorkloadAnalysis, Occupancy, WarpStateStats) "
                     "and 22 extra metrics from one launch")
     assert ncu_tool.command_summary("ncu --metrics a.sum,b.sum python x.py") == "ncu, collecting 2 metrics"
+
+
+def _controls_doc(reads, naive=1):
+    """A control profile whose vec4 and strip4 launches read ``reads`` GB, with ``naive`` launches of naive_yfirst."""
+    def run(key, gb, hit):
+        return {"key": key, "metrics": {"dram__bytes_read.sum": gb * 1e9, "lts__t_sector_hit_rate.pct": hit}}
+    runs = [run("naive_yfirst", 15.0, 50.0)] * naive
+    runs += [run("strip4", gb, 70.0) for gb in reads] + [run("vec4", gb, 80.0 - i) for i, gb in enumerate(reads)]
+    return {"provenance": {"gpu": "NVIDIA H200", "date": "2026-12-07"}, "runs": runs}
+
+
+def test_a_control_profiled_several_times_reads_as_its_median_launch(monkeypatch):
+    """Where the control profile holds several launches of a kernel, panels.control returns the
+    median launch by DRAM bytes read (its other counters from that same launch), and
+    dram_read_spread the median, extremes and count; chapter 2 says how far they moved."""
+    from helpers.chapters import ch02_vectorized as ch2
+    from helpers.runtime import panels, results
+    doc = _controls_doc([5.3, 4.6, 5.9], naive=3)
+    monkeypatch.setattr(results, "artifact", lambda name, slug=results.DEFAULT_SLUG: doc)
+    m, _ = panels.control("vec4")
+    assert m["dram__bytes_read.sum"] == 5.3e9 and m["lts__t_sector_hit_rate.pct"] == 80.0   # the launch of 5.3 GB
+    assert panels.dram_read_spread("vec4") == (5.3, 4.6, 5.9, 3)
+    assert len(panels.control_launches("strip4")[0]) == 3
+    assert ch2.dram_spread_sentence() == ("Each figure is the median of three launches in that profile; between them "
+                                          "vec4 read 4.6 to 5.9 GB and strip4 4.6 to 5.9 GB.")
+    mixed = _controls_doc([5.3, 4.6, 5.9])
+    monkeypatch.setattr(results, "artifact", lambda name, slug=results.DEFAULT_SLUG: mixed)
+    assert ch2.dram_spread_sentence().startswith("The figures are the medians of 1, 3 and 3 launches in that profile; ")
+    single = _controls_doc([3.1])
+    monkeypatch.setattr(results, "artifact", lambda name, slug=results.DEFAULT_SLUG: single)
+    assert panels.dram_read_spread("vec4") == (3.1, 3.1, 3.1, 1)
+    assert ch2.dram_spread_sentence() == "Each figure is one launch."
+    try:
+        panels.control("cp_async")
+        raise AssertionError("an unrecorded control was returned")
+    except KeyError as e:
+        assert "cp_async" in str(e)
+
+
+def test_the_controls_plan_repeats_the_kernels_whose_traffic_the_l2_decides(monkeypatch):
+    import importlib.util
+    import helpers  # noqa: F401  (fills the catalog)
+    from helpers.runtime import gpu
+    spec = importlib.util.spec_from_file_location("ncu_panels_script", "scripts/ncu_panels.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    monkeypatch.setattr(gpu, "device_info", lambda: {"cc": (9, 0), "name": "NVIDIA H200"})
+    items = mod.controls_plan((4096, 4096, 4096))
+    keys = [it["key"] for it in items]
+    assert keys.count("vec4") == keys.count("strip4") == keys.count("naive_yfirst") == 3
+    assert keys.count("naive_xfirst") == 1 and keys.count("cp_async") == 1
+    vec = [it for it in items if it["key"] == "vec4"]
+    assert [it["launch"] for it in vec] == [0, 1, 2] and keys.index("vec4") + 2 == len(keys) - keys[::-1].index("vec4") - 1

@@ -120,12 +120,33 @@ def show_control(shape=(4096, 4096, 4096)) -> list:
     return recs
 
 
+def dram_spread_sentence() -> str:
+    """How many launches of each control kernel the control profile holds and, with several, the
+    range of vec4's and strip4's DRAM bytes read over them (GB; :func:`helpers.runtime.panels.dram_read_spread`).
+    Plain text for a ``{glue:text}`` role."""
+    spread = {k: panels.dram_read_spread(k) for k in CONTROL}
+    counts = [spread[k][3] for k in CONTROL]
+    if max(counts) == 1:
+        return "Each figure is one launch."
+    words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+    if len(set(counts)) == 1:
+        head = f"Each figure is the median of {words.get(counts[0], counts[0])} launches in that profile"
+    else:
+        head = ("The figures are the medians of " + ", ".join(str(n) for n in counts[:-1])
+                + f" and {counts[-1]} launches in that profile")
+    moved = [f"{k} {'read ' if not i else ''}{spread[k][1]:.1f} to {spread[k][2]:.1f} GB"
+             for i, k in enumerate(k for k in ("vec4", "strip4") if spread[k][3] > 1)]
+    return head + ("; between them " + " and ".join(moved) if moved else "") + "."
+
+
 def prose_values() -> dict:
     """{name: value} the prose glues, from the H200's records at the defaults, 4096^3 fp32 (never
     measured): the ratios to cuBLAS of :data:`CONTROL` (``ctl_naive``, ``ctl_strip4``, ``ctl_vec4``),
     each record against its own cuBLAS; the DRAM bytes each read in one profiled launch of the
-    control profile (``dram_*``, GB, results/<gpu>-ncu-controls.json) and vec4's L2 hit rate there
-    (``l2_vec4_ctl``, %); vec4's DRAM bytes read and L2 hit rate in chapter 8's panels
+    control profile (``dram_*``, GB, results/<gpu>-ncu-controls.json; the median launch where a
+    kernel was profiled several times) with ``dram_spread``, one sentence on how many launches
+    those are and how far vec4's and strip4's moved between them, and vec4's L2 hit rate there
+    (``l2_vec4_ctl``, %, of that median launch); vec4's DRAM bytes read and L2 hit rate in chapter 8's panels
     (``dram_vec4_panel``, GB, and ``l2_vec4_panel``, %; results/<gpu>-ncu-panels.json), which place
     the roofline's diamonds. KeyError (or StopIteration) when one is not recorded."""
     r = {k: common.recorded_run(k)["ratio"] for k in CONTROL}
@@ -136,5 +157,6 @@ def prose_values() -> dict:
             "dram_naive": ctl["naive_yfirst"]["dram__bytes_read.sum"] / 1e9,     # GB, one launch each
             "dram_strip4": ctl["strip4"]["dram__bytes_read.sum"] / 1e9,
             "dram_vec4": ctl["vec4"]["dram__bytes_read.sum"] / 1e9,
+            "dram_spread": dram_spread_sentence(),
             "l2_vec4_ctl": diagnosis.panel(ctl["vec4"])["l2_hit"],
             "dram_vec4_panel": panel["dram_read"] / 1e9, "l2_vec4_panel": panel["l2_hit"]}

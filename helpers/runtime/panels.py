@@ -198,15 +198,35 @@ def recorded(slug: str = results.DEFAULT_SLUG, name: str = ARTIFACT) -> tuple[li
     return runs, doc, where
 
 
-def control(key: str, extra_defines: dict | None = None, slug: str = results.DEFAULT_SLUG) -> tuple[dict, str]:
-    """(raw metrics, where) of the recorded control launch of ``key`` (default parameters) built
-    with ``extra_defines`` (None: the kernel as shipped), from ``results/<slug>-ncu-controls.json``.
-    KeyError when that launch is not recorded."""
+def control_launches(key: str, extra_defines: dict | None = None,
+                     slug: str = results.DEFAULT_SLUG) -> tuple[list, str]:
+    """([raw metrics of each launch], where): every recorded control launch of ``key`` (default
+    parameters) built with ``extra_defines`` (None: the kernel as shipped), in recording order,
+    from ``results/<slug>-ncu-controls.json`` (``scripts/ncu_panels.py --controls`` profiles some
+    kernels several times in one run). KeyError when none is recorded."""
     runs, _, where = recorded(slug, CONTROLS_ARTIFACT)
-    for r in runs:
-        if r["key"] == key and (r.get("extra_defines") or None) == (extra_defines or None):
-            return r["metrics"], where
-    raise KeyError(f"{key} {extra_defines or ''}: no recorded control launch ({where})")
+    got = [r["metrics"] for r in runs
+           if r["key"] == key and (r.get("extra_defines") or None) == (extra_defines or None)]
+    if not got:
+        raise KeyError(f"{key} {extra_defines or ''}: no recorded control launch ({where})")
+    return got, where
+
+
+def control(key: str, extra_defines: dict | None = None, slug: str = results.DEFAULT_SLUG) -> tuple[dict, str]:
+    """(raw metrics, where) of one recorded control launch (see :func:`control_launches`): with
+    several, the median launch by DRAM bytes read (the lower middle one of an even count), whose
+    other counters come from that same launch. KeyError when none is recorded."""
+    got, where = control_launches(key, extra_defines, slug)
+    ranked = sorted(got, key=lambda m: m.get("dram__bytes_read.sum", 0.0))
+    return ranked[(len(ranked) - 1) // 2], where
+
+
+def dram_read_spread(key: str, slug: str = results.DEFAULT_SLUG) -> tuple[float, float, float, int]:
+    """(median, min, max, launches): DRAM bytes read, GB, over the recorded control launches of
+    ``key`` (:func:`control_launches`; the median is :func:`control`'s launch). KeyError when none."""
+    got, _ = control_launches(key, slug=slug)
+    gb = sorted(m["dram__bytes_read.sum"] / 1e9 for m in got)
+    return gb[(len(gb) - 1) // 2], gb[0], gb[-1], len(gb)
 
 
 def sectors_per_request(metrics: dict) -> float:
