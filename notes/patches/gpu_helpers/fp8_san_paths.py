@@ -6,7 +6,7 @@ import helpers  # noqa: F401
 from helpers.chapters import ch12_fp8 as ch
 from helpers.runtime import fp8 as rt
 
-BUILDS = ({"STAGES": 5, "SCALE_LOAD": 1}, {"BN": 192, "STAGES": 4, "SCALE_LOAD": 1},
+BUILDS = ({"BN": 128, "STAGES": 5, "SCALE_LOAD": 1}, {"BN": 192, "STAGES": 4, "SCALE_LOAD": 1},
           {"BN": 192, "STAGES": 4, "SCALE_LOAD": 1, "PINGPONG": 1},
           {"BN": 192, "STAGES": 4, "SCALE_LOAD": 1, "CLUSTER_M": 1})
 for p in BUILDS:
