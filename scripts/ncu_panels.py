@@ -27,10 +27,9 @@ one ncu run the same way, and writes them with "role" ("default" or "winner") fo
 8's winner-beside-default panel (``helpers.runtime.panels.TUNED_ARTIFACT``). The third
 form is the child the notebook's one-kernel call (helpers.runtime.panels.profile)
 runs under ncu: one launch of one kernel, checked against a float64 reference.
-``--controls`` profiles the controls the chapters' claims rest on (:data:`CONTROLS`, some of them
-three launches each: the two naive
+``--controls`` profiles the controls the chapters' claims rest on (:data:`CONTROLS`: the two naive
 orders and chapter 2's kernels with the sector and request counters of their global loads and
-the L1/L2 hit rates; cp_async with its bank conflicts split by instruction kind, the cp.async
+the L1/L2 hit rates, the y-first order, strip4 and vec4 three launches each; cp_async with its bank conflicts split by instruction kind, the cp.async
 copies included; the mma-only rung of chapter 7's PROBE ladder), with the panel's counters
 plus :data:`CONTROL_METRICS`, and writes them as ``results/<gpu>-ncu-controls.json``.
 ``--query-out FILE`` also saves the output of `ncu --query-metrics`.
@@ -59,8 +58,9 @@ MINMAX = re.compile(r"\.(min|max)(\.|$)")    # per-unit extremes: not read by th
 
 
 # The controls (--controls): what each chapter's "because" rests on, one launch each, or
-# "launches" of them where the L2 decides the DRAM bytes: those move from launch to launch (vec4
-# by about a quarter within one run on an H100), so chapter 2 quotes their median and range.
+# "launches" of them where the L2 decides the DRAM bytes: those move from launch to launch (in two
+# ncu runs on an H100, vec4 by 26 % and 2 % min to max, strip4 by 9 % and 14 %), so chapters 1-2
+# quote the median launch and chapter 2 the range.
 CONTROLS = [
     {"key": "naive_xfirst", "claim": "chapter 1: x-first threads do not coalesce"},
     {"key": "naive_yfirst", "launches": 3, "claim": "chapter 1: y-first threads coalesce"},

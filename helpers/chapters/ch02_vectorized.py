@@ -154,7 +154,7 @@ def prose_values() -> dict:
     runs, _, _ = panels.recorded()
     panel = next(x for x in runs if x["key"] == "vec4" and list(x["shape"]) == [4096, 4096, 4096])["panel"]
     return {"ctl_naive": r["naive_yfirst"], "ctl_strip4": r["strip4"], "ctl_vec4": r["vec4"],
-            "dram_naive": ctl["naive_yfirst"]["dram__bytes_read.sum"] / 1e9,     # GB, one launch each
+            "dram_naive": ctl["naive_yfirst"]["dram__bytes_read.sum"] / 1e9,     # GB, the median launch of each
             "dram_strip4": ctl["strip4"]["dram__bytes_read.sum"] / 1e9,
             "dram_vec4": ctl["vec4"]["dram__bytes_read.sum"] / 1e9,
             "dram_spread": dram_spread_sentence(),
