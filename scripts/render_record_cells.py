@@ -34,6 +34,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ["GEMM_BOOK_FORCE_RECORDED"] = "1"     # before helpers is imported; inherited by the kernel
+os.environ["GEMM_BOOK_BATCH"] = "1"              # it writes the static book's outputs: no widgets, as in
+                                                 # scripts/execute_notebooks.py (helpers.figures.show.interactive)
 
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402

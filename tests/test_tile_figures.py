@@ -274,3 +274,5 @@ def test_no_live_controls_in_batch_execution(monkeypatch):
     assert show.live_controls()
     src = (Path(__file__).resolve().parent.parent / "scripts" / "execute_notebooks.py").read_text()
     assert 'os.environ["GEMM_BOOK_BATCH"] = "1"' in src
+    render = (Path(__file__).resolve().parent.parent / "scripts" / "render_record_cells.py").read_text()
+    assert 'os.environ["GEMM_BOOK_BATCH"] = "1"' in render      # it writes static outputs too
