@@ -98,7 +98,7 @@ def profile_one(key: str, shape=SHAPE) -> dict:
     if ok:
         run = panels.profile(key, shape=shape)
         print(f"Profiled with {panels.ncu_tool.command_summary(run['command'])}; "
-              "the full command line is kept in run['command']")
+              "the full command line is the \"command\" entry of the result, to repeat in a terminal")
     else:
         runs, doc, where = panels.recorded()
         run = next((r for r in runs if r["key"] == key and r["shape"] == list(shape)), None)
@@ -107,8 +107,8 @@ def profile_one(key: str, shape=SHAPE) -> dict:
         show.note(f"Nsight Compute cannot run here ({why}). The panel below was **recorded**: {where}. "
                   "On a GPU with ncu this cell profiles the launch now.", title="Recorded panel")
         print(f"The recording profiled all headline kernels in one process with "
-              f"{panels.ncu_tool.command_summary(doc['command'])}; the full command line is in the record's "
-              "'command' field")
+              f"{panels.ncu_tool.command_summary(doc['command'])}; the full command line is the "
+              "\"command\" entry of the record")
     prof_fig.show_panels([run], run["where"])
     d = diagnosis.diagnose(run["panel"])
     print(f"\ndiagnosis ({d['rule']}): {d['bottleneck']}\nnext step: {d['action']}")

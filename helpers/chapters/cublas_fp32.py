@@ -105,5 +105,5 @@ def show_cublas_fp32(slug: str = results.DEFAULT_SLUG) -> dict | None:
                    f"each against cuBLAS in 5 alternating rounds, in this order, in one run; {rows['control_where']}.")
     print(f"cuBLAS's kernel: {rows['cublas_kernel']}")
     print(f"Each kernel profiled with {panels.ncu_tool.command_summary(rows['commands'][0])}; the full command "
-          "lines are in the record's 'command' fields")
+          "lines are the \"command\" entries of the record")
     return rows

@@ -442,8 +442,8 @@ def _recorded_line(e: Exercise) -> None:
     if recs:
         srows, place = speed_rows(e, recs, mine="the solution", run="the recorded run")
         details.append(place)
-        details += [f"{r['kernel']}: {r['TFLOP/s']} TFLOP/s, {r['ratio to cuBLAS']} of cuBLAS"
-                    + (f", {r[VS]} of the chapter's kernel" if VS in r else "") for r in srows]
+        details.append("Each beside its own cuBLAS rounds: " + "; ".join(
+            f"{r['kernel']} {r['TFLOP/s']} TFLOP/s ({r['ratio to cuBLAS']} of cuBLAS)" for r in srows) + ".")
     details.append(self_test_line(e, got, results.artifact_where(doc, ARTIFACT)))
     ex_fig.report(f"Exercise {e.id}: {e.title}", head + " What the check said about the solution on the "
                   "recorded GPU:", details)

@@ -24,7 +24,8 @@ def show_ceilings(ceil: dict) -> None:
     for dt, v in ceil.get("cublas_TFLOPs", {}).items():
         rows.append({"ceiling": f"cuBLAS GEMM {dt}, 4096^3", "value": v, "unit": "TFLOP/s"})
     if spec.get("fp32_peak_TFLOPs"):
-        rows.append({"ceiling": f"FP32 CUDA cores, spec ({spec['sms']} SMs x lanes x 2 x {spec['clock_MHz']:.0f} MHz)",
+        lanes = round(spec["fp32_peak_TFLOPs"] * 1e6 / (spec["sms"] * 2 * spec["clock_MHz"]))
+        rows.append({"ceiling": f"FP32 CUDA cores, spec ({spec['sms']} SMs x {lanes} FP32 lanes x 2 x {spec['clock_MHz']:.0f} MHz)",
                      "value": round(spec["fp32_peak_TFLOPs"], 1), "unit": "TFLOP/s"})
     if ceil.get("copy_GBps") and ceil.get("cublas_TFLOPs", {}).get("float32"):
         rows.append({"ceiling": "machine balance FP32 (cuBLAS / copy)",

@@ -267,7 +267,14 @@ def _cell(v) -> str:
         s = " x ".join(str(x) for x in v)
     else:
         s = str(v)
-    return s.replace("|", "\\|").replace("\n", " ")
+    return _plain_underscores(s.replace("|", "\\|").replace("\n", " "))
+
+
+def _plain_underscores(s: str) -> str:
+    """Escape each "__" outside code spans, so that ``__launch_bounds__`` in a cell or caption
+    is printed as written, not read by Markdown as bold."""
+    parts = s.split("`")
+    return "`".join(p.replace("__", "\\_\\_") if i % 2 == 0 else p for i, p in enumerate(parts))
 
 
 # A numeric column whose key or header says "ratio" (or "x cuBLAS", "/ cuBLAS", or is a quotient
@@ -289,7 +296,7 @@ def table_markdown(rows: Sequence[Mapping], columns: Iterable, caption: str) -> 
                    for r in rows if r.get(k) is not None) and any(r.get(k) is not None for r in rows)
                for k, _ in cols]
     ratio = [num and bool(_RATIO_COLUMN.search(f"{k} {h}")) for (k, h), num in zip(cols, numeric)]
-    out = [f"*{caption.strip()}*", "",
+    out = [f"*{_plain_underscores(caption.strip())}*", "",
            "| " + " | ".join(_cell(h) for _, h in cols) + " |",
            "|" + "|".join("---:" if num else "---" for num in numeric) + "|"]
     for r in rows:
