@@ -39,7 +39,7 @@ COUNTERS = (
     ("lsu_per_op", "LSU-pipe instructions per FFMA (estimate)", 3),
     ("shared_waves_per_op", "shared-memory wavefronts per FFMA (counted)", 3),
     ("l1_waves_per_op", "L1 data-pipe wavefronts per FFMA, global + shared (estimate)", 3),
-    ("l1_pct", "L1 data pipe busy, % of its peak wavefronts", 1),
+    ("l1_pct", "L1/TEX data pipe busy, % of its peak wavefronts", 1),
     ("lsu_pct", "LSU pipe busy, % of its peak instructions", 1),
     ("l1_hit", "L1 hit rate of the global loads, %", 1),
     ("stall:long_scoreboard", "stall: long scoreboard (waits on global/L1 data), cycles per instruction", 2),
@@ -91,7 +91,7 @@ def show_counters(shape=(4096, 4096, 4096)) -> list:
     r = counters.by_field(rows)
     print(f"For the same FMAs, smem_tiled issues {r['lsu_per_op']['b / a']:.1f}x the LSU instructions of vec4 "
           f"({r['lsu_per_op']['b']:.2f} vs {r['lsu_per_op']['a']:.2f} per FFMA) and sends "
-          f"{r['l1_waves_per_op']['b / a']:.2f}x the wavefronts through the L1 data pipe, "
+          f"{r['l1_waves_per_op']['b / a']:.2f}x the wavefronts through the L1/TEX data pipe, "
           f"{r['shared_waves_per_op']['b']:.2f} per FFMA of them shared-memory ones. "
           f"That pipe is busy {r['l1_pct']['a']:.0f} % of the time in vec4 and {r['l1_pct']['b']:.0f} % in "
           f"smem_tiled, whose warps wait most on a full shared-memory queue "

@@ -231,7 +231,9 @@ def show_probes(shape=(4096, 4096, 4096)) -> None:
     if probe_rows:
         show.table(probe_rows, ["dtype", "probe", "label", "stage", "TFLOP/s", "cuBLAS TFLOP/s", "ratio", "saves"],
                    f"PROBE ladder of 07_mma_sync.cu at its defaults, M = N = K = 4096, each rung timed next to cuBLAS "
-                   f"(medians of 3 interleaved rounds); {pr_where}.")
+                   f"(medians of 3 interleaved rounds); 'saves' is the gain in the ratio to cuBLAS, each rung "
+                   f"divided by the cuBLAS of its own rounds, so it can differ in sign from the TFLOP/s columns when "
+                   f"cuBLAS moved between rungs; {pr_where}.")
 
 
 # ------------------------------------------------------------------ from WMMA to mma.sync, one change at a time
@@ -351,7 +353,9 @@ def show_ladder(dtype: str = "float16", shape=(4096, 4096, 4096)) -> list:
     if any(r["when"] for r in rows) and len({r["when"] for r in rows if r["when"]}) > 1:
         cols.append(("when", "recorded"))
     show.table(rows, cols, f"Each rung changes one thing from the rung above (hover a bar for what); {dtype}, "
-                           f"M = N = K = {shape[0]}; {where}.")
+                           f"M = N = K = {shape[0]}; the step is the gain in the ratio to cuBLAS, each rung against "
+                           f"the cuBLAS of its own rounds, so a step and the TFLOP/s can disagree in sign when "
+                           f"cuBLAS moved; {where}.")
     have = [r for r in rows if r["ratio"] is not None]
     if len(have) == len(rows):
         total = rows[-1]["ratio"] - rows[0]["ratio"]

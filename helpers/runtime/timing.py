@@ -182,7 +182,8 @@ def rule_demos(M: int = 4096, N: int = 4096, K: int = 4096) -> list[dict]:
     rows.append({"rule": "no synchronize (host clock)", "ms": nosync, "TFLOP/s": tflops(fl, nosync),
                  "vs honest": tflops(fl, nosync) / h, "what it shows": "the launch time, not the kernel: the GPU is still working"})
     rows.append({"rule": "zeros as input", "ms": zeros, "TFLOP/s": tflops(fl, zeros),
-                 "vs honest": tflops(fl, zeros) / h, "what it shows": "data-dependent power and clocks; also hides unwritten outputs"})
+                 "vs honest": tflops(fl, zeros) / h, "what it shows": "zeros can draw less power and so change the clocks (a ratio "
+                 "near 1 means not at this size and dtype); zeros also hide unwritten outputs"})
     return rows
 
 
