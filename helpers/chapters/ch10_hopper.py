@@ -307,7 +307,7 @@ def show_resources(dtype: str = "bfloat16") -> None:
     if rows:
         show.table(rows, ["config", "threads", "registers", "shared memory (KiB)", "spill bytes", "blocks/SM",
                           "occupancy"], f"The rungs at their defaults, {dtype}; {where}. The warp-specialized "
-                   "rungs are compiled for 168 registers a thread (65536 / 384); setmaxnreg then moves the "
+                   "rungs are compiled for 168 registers a thread (65536 / 384, rounded down to the allocation step of 8); setmaxnreg then moves the "
                    "consumers to 232 and the producer to 40 at run time.")
     else:
         show.note(f"Registers and shared memory are read from the compiled kernel: this {where}.", title="Resources")

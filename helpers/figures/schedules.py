@@ -170,9 +170,9 @@ def _partition_traces(w: dict, sms: int, visible: bool) -> list:
                        "owner, block %{customdata[2]}, adds it<extra></extra>"))
     tiles = sorted({s["tile"] for s in segs})
     if w["schedule"] == "splitk":
-        what = [f"splitk_reduce adds the {w['splits']} partial tiles, stores C" for _ in tiles]
+        what = [f"splitk_reduce adds the {counted(w['splits'], 'partial tile')}, stores C" for _ in tiles]
     else:
-        what = [f"block {own[t]} stores C" + (f" after adding {n} partials" if n else "")
+        what = [f"block {own[t]} stores C" + (f" after adding {counted(n, 'partial')}" if n else "")
                 for t in tiles for n in [len(next(s for s in segs if s["tile"] == t and s["owner"])["adds"])]]
     stores = go.Scatter(x=[KT] * len(tiles), y=tiles, mode="markers", visible=visible, name="C stored",
                         marker=dict(symbol="triangle-right", size=8, color=SELECTED), text=what,

@@ -270,11 +270,16 @@ def _cell(v) -> str:
     return _plain_underscores(s.replace("|", "\\|").replace("\n", " "))
 
 
+_PRODUCT_STAR = re.compile(r"(?<=\w)\*(?=\w)")
+
+
 def _plain_underscores(s: str) -> str:
-    """Escape each "__" outside code spans, so that ``__launch_bounds__`` in a cell or caption
-    is printed as written, not read by Markdown as bold."""
+    """Escape, outside code spans, each "__" and each "*" between two word characters, so that
+    ``__launch_bounds__`` and ``M*N*K`` in a cell or caption are printed as written, not read by
+    Markdown as bold or italics."""
     parts = s.split("`")
-    return "`".join(p.replace("__", "\\_\\_") if i % 2 == 0 else p for i, p in enumerate(parts))
+    return "`".join(_PRODUCT_STAR.sub(r"\\*", p.replace("__", "\\_\\_")) if i % 2 == 0 else p
+                    for i, p in enumerate(parts))
 
 
 # A numeric column whose key or header says "ratio" (or "x cuBLAS", "/ cuBLAS", or is a quotient
