@@ -310,3 +310,13 @@ def test_a_live_caption_names_the_gpu_the_date_and_the_commit(monkeypatch):
     monkeypatch.setenv("GEMM_BOOK_COMMIT", "")
     monkeypatch.setattr(results.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(OSError("no git")))
     assert results.where(True) == f"measured live in this run on NVIDIA L4, {today}"
+
+
+def test_table_markdown_prints_dunder_names_and_products_as_written():
+    # Markdown reads __x__ as bold and a*b*c as italics; a table cell or caption must show the code.
+    md = show.table_markdown([{"what": "pitfall: __launch_bounds__ caps registers", "rule": "M*N*K >= 5e8"}],
+                             ["what", "rule"], "with __launch_bounds__(256, 2) and `__syncthreads()`")
+    assert "\\_\\_launch_bounds\\_\\_(256, 2)" in md.splitlines()[0]
+    assert "`__syncthreads()`" in md                      # code spans are left alone
+    assert "| pitfall: \\_\\_launch_bounds\\_\\_ caps registers | M\\*N\\*K >= 5e8 |" in md
+    assert "| x * y |" in show.table_markdown([{"a": "x * y"}], ["a"], "c")   # a spaced * is left alone

@@ -38,7 +38,7 @@ COUNTERS = (
     ("duration_us", "duration of the launch under ncu (us)", 0),
     ("lsu_per_op", "LSU-pipe instructions per FFMA (estimate)", 3),
     ("shared_waves_per_op", "shared-memory wavefronts per FFMA (counted)", 3),
-    ("l1_waves_per_op", "L1 data-pipe wavefronts per FFMA, global + shared (estimate)", 3),
+    ("l1_waves_per_op", "L1/TEX data-pipe wavefronts per FFMA, global + shared (estimate)", 3),
     ("l1_pct", "L1/TEX data pipe busy, % of its peak wavefronts", 1),
     ("lsu_pct", "LSU pipe busy, % of its peak instructions", 1),
     ("l1_hit", "L1 hit rate of the global loads, %", 1),

@@ -267,13 +267,13 @@ def _cell(v) -> str:
         s = " x ".join(str(x) for x in v)
     else:
         s = str(v)
-    return _plain_underscores(s.replace("|", "\\|").replace("\n", " "))
+    return _literal_markdown(s.replace("|", "\\|").replace("\n", " "))
 
 
 _PRODUCT_STAR = re.compile(r"(?<=\w)\*(?=\w)")
 
 
-def _plain_underscores(s: str) -> str:
+def _literal_markdown(s: str) -> str:
     """Escape, outside code spans, each "__" and each "*" between two word characters, so that
     ``__launch_bounds__`` and ``M*N*K`` in a cell or caption are printed as written, not read by
     Markdown as bold or italics."""
@@ -301,7 +301,7 @@ def table_markdown(rows: Sequence[Mapping], columns: Iterable, caption: str) -> 
                    for r in rows if r.get(k) is not None) and any(r.get(k) is not None for r in rows)
                for k, _ in cols]
     ratio = [num and bool(_RATIO_COLUMN.search(f"{k} {h}")) for (k, h), num in zip(cols, numeric)]
-    out = [f"*{_plain_underscores(caption.strip())}*", "",
+    out = [f"*{_literal_markdown(caption.strip())}*", "",
            "| " + " | ".join(_cell(h) for _, h in cols) + " |",
            "|" + "|".join("---:" if num else "---" for num in numeric) + "|"]
     for r in rows:
