@@ -414,7 +414,7 @@ def show_resources(shape=(4096, 4096, 4096)) -> None:
             name, _, gpu_why = r["config"].partition(" [not on this GPU: ")
             refused.append(f"{name}: {gpu_why.rstrip(']') or r['refused']}")
             r.clear()
-            r.update({"config": f"{name} (refused)"})
+            r.update({"config": f"{name} (refused)", "registers": "not compiled: the rule is under the table"})
     show.table(rows, ["config", "threads", "registers", "shared memory (KiB)", "spill bytes", "blocks/SM",
                       "occupancy"], f"Resources of mma_sync_f16 (changes from the defaults), {where}.")
     for line in refused:

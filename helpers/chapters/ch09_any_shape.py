@@ -428,13 +428,13 @@ def show_splitk_cap(splitk: list, waves: dict | None) -> list:
     return rows
 
 
-def zoo_summary(rows: list) -> str:
+def zoo_summary(rows: list, which: str = "") -> str:
     """One line: on how many zoo shapes the dispatcher was within 3 % of the best other
-    strategy, and on how many it beat cuBLAS."""
+    strategy, and on how many it beat cuBLAS; ``which`` names the grid (e.g. "the recorded grid")."""
     ok = sum(1 for r in rows if r["within 3% of best"])
     beat = sum(1 for r in rows if (r.get("ratio") or 0) > 1)
-    return (f"The dispatcher's plan was within 3 % of the fastest other strategy on {ok} of {len(rows)} shapes "
-            f"({ok / len(rows):.0%}) and faster than cuBLAS on {beat}.")
+    return (f"{f'In {which}, the' if which else 'The'} dispatcher's plan was within 3 % of the fastest other "
+            f"strategy on {ok} of {len(rows)} shapes ({ok / len(rows):.0%}) and faster than cuBLAS on {beat}.")
 
 
 def show_zoo(live_small: bool = True) -> None:
@@ -443,13 +443,13 @@ def show_zoo(live_small: bool = True) -> None:
     rows = [{**r, "hopper ratio": None} for r in rows or [] if "hopper" not in r["plan"]]   # chapter 9's kernels
     if rows:
         show.figure(fig.zoo_figure(rows, where))
-        print(zoo_summary(rows))
+        print(zoo_summary(rows, "the recorded grid (the figure above)"))
     else:
         show.note(f"The full zoo: {where}.", title="Zoo")
     if live_small and live_here():
         small = zoo(*ZOO_SMALL)                # chapter 9's kernels (zoo runs without the Hopper path)
         show.figure(fig.zoo_figure(small, results.where(True) + ", the small grid"))
-        print(zoo_summary(small))
+        print(zoo_summary(small, "the small grid measured in this run"))
 
 
 def show_plans(shapes=((1, 1, 1), (35, 79, 19), (4093, 4093, 4093), (512, 512, 32768), (2176, 4096, 8192),

@@ -196,6 +196,6 @@ def show_zoo_hopper() -> None:
     if rows:
         show.figure(fig.zoo_figure(rows, f"kernel-only timings (run()), the Hopper kernel among the candidates; "
                                          f"{where}"))
-        print(ch9.zoo_summary(rows))
+        print(ch9.zoo_summary(rows, "the recorded grid (the figure above)"))
     else:
         show.note(f"The zoo with the Hopper kernel: {where}.", title="Zoo")
