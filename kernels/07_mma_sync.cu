@@ -66,9 +66,10 @@
 //    k-tile per tile (next_tile) instead of recomputing 64-bit addresses.
 //
 // 5. Block rasterization. Block ids are remapped so that GROUP_M consecutive
-//    blocks walk down a column of tiles before moving right; blocks running
-//    at the same time then share A and B panels in L2 (tile_coords, in
-//    kernels/common.cuh).
+//    blocks walk down a column of tiles before moving right, so that blocks
+//    running at the same time read the same A and B panels (tile_coords, in
+//    kernels/common.cuh). Whether L2 turns that into fewer DRAM bytes is a
+//    measurement, not a given: chapter 5 times GROUP_M against plain order.
 //
 // Preconditions (helpers/chapters/ch07_mma_sync.py refuses anything else before launch):
 //   K % 8 == 0 and N % 8 == 0: every 16-byte chunk of a row of A or B is

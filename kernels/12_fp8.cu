@@ -556,9 +556,10 @@ fp8_gemm(const __grid_constant__ TmaDesc tmA, const __grid_constant__ TmaDesc tm
                     wgmma_wait<0>();                         // the partial sum is complete ...
 #if SCALE_LOAD == 1
                     // every thread releases the slot itself: its own ld.shared of the scales
-                    // is then ordered before the scale warp's next stores into the slot (one
-                    // arrival after a warpgroup barrier was not enough for racecheck); the
-                    // other CTAs of the cluster hear from this warpgroup's lead
+                    // is then ordered before the scale warp's next stores into the slot by
+                    // its own release (racecheck flags a single arrival by the lead after a
+                    // warpgroup barrier); the other CTAs of the cluster hear from this
+                    // warpgroup's lead
                     mbar_arrive(empty + 8 * s);
                     if (lead)
                         for (u32 c = 0; c < CLUSTER_M; ++c)

@@ -9,7 +9,9 @@ Two kinds of cell show the same thing live and recorded, because no kernel runs 
   such as the tile hierarchy or the split-K partition);
 * exercise check cells (``exercises.check(...)``): without live controls (no GPU, or the batch
   run that writes the book's outputs) they run nothing and show the recorded check of the
-  exercise's solution and one line on the checker's own test (``results/<gpu>-exercises.json``).
+  exercise's solution and one line on the checker's own test (``results/<gpu>-exercises.json``);
+* listing cells (a cell that is only ``show.source(...)``): the kernel file as it is now, so a
+  comment edited after the last execution reaches the page without one.
 
 After a re-recording, a new glue value or a new model figure, their committed outputs are
 stale or missing. This script executes the notebook in recorded mode (``GEMM_BOOK_FORCE_RECORDED=1``,
@@ -44,8 +46,13 @@ TAGS = ("remove-cell", "model-only")
 MEASURING = re.compile(r"\b(bench\.|show_timings|measure\(|running\(|show_sweep|live_slider|profile)")
 
 
+LISTING = re.compile(r'show\.source\("([^"]+)"(?:, "([^"]+)")?(, folded=True)?\)\s*')
+
+
 def _rendered(cell) -> bool:
     if cell.cell_type == "code" and cell.source.lstrip().startswith("exercises.check("):
+        return True
+    if cell.cell_type == "code" and LISTING.fullmatch(cell.source):
         return True
     tags = cell.get("metadata", {}).get("tags", [])
     if cell.cell_type != "code" or not any(t in tags for t in TAGS):
@@ -88,7 +95,7 @@ def main() -> int:
     for p in args.notebooks:
         n = render(p, check=args.check)
         stale += n
-        print(f"{p}: {n} glue/model cells {'would change' if args.check else 'rendered'}")
+        print(f"{p}: {n} glue/model/listing cells {'would change' if args.check else 'rendered'}")
     return 1 if (args.check and stale) else 0
 
 
