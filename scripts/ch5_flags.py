@@ -12,6 +12,12 @@ four builds, each set sharing one tile: the catalog's cp_async defaults (128 x 2
 3 stages) and the 128 x 128 x 8 tile of chapter 5's controls table (3 stages), where each
 copy and its bounds test share about 100 FFMAs of a thread instead of about 170. Shape 4096^3.
 
+A third group, ``cap``, is the control of chapter 5's launch-bounds pitfall, three builds at the
+pitfall's tile (128 x 256 x 8, 3 stages): the pitfall as shipped (``__launch_bounds__(256, 2)``;
+under that cap both switches default to 0), the same build with MIN_BLOCKS = 1 and both switches
+held at 0 (one switch apart from the pitfall), and MIN_BLOCKS = 1 with both switches on (the twin
+the chapter's table shows beside the pitfall).
+
 Method (METHOD.md), through :func:`helpers.runtime.bench.measure` on one set of random
 float32 inputs: each build's output poisoned with NaN and checked against a float64
 reference before it is timed; each timing is the build and cuBLAS in 3 alternating rounds;
@@ -41,9 +47,52 @@ ARTIFACT = "fp32-flags"
 SMALL_TILE = {"BN": 128, "WN": 32, "TN": 8, "BK": 8}
 
 
+CAP_KEY = "cp_async_pitfall"
+OFF = {f: 0 for f in FLAGS}
+
+
 def builds() -> list[dict]:
     """The four flag combinations, the kernel's default (1, 1) first."""
     return [dict(zip(FLAGS, v)) for v in itertools.product((1, 0), repeat=len(FLAGS))]
+
+
+def cap_builds() -> list[dict]:
+    """The launch-bounds control: {"key", "params", "defines" (extra -D, as built), "switches"
+    (SERPENTINE and FAST_INTERIOR as the kernel sees them)} for the pitfall, the one-switch control
+    and the chapter's twin, all at the pitfall's tile."""
+    trap = dict(catalog.get(CAP_KEY).defaults)
+    free = {**trap, "MIN_BLOCKS": 1}
+    return [{"key": CAP_KEY, "params": trap, "defines": {}, "switches": dict(OFF)},     # capped: 0, 0 by default
+            {"key": KEY, "params": free, "defines": dict(OFF), "switches": dict(OFF)},
+            {"key": KEY, "params": free, "defines": {}, "switches": {f: 1 for f in FLAGS}}]
+
+
+def time_builds(rows: list, data, rotations: int, label: str) -> None:
+    """Check each build of ``rows`` ({"key", "params", "defines"}) once, then time them all
+    ``rotations`` times, the order rotated every rotation and reversed every other one; adds
+    "registers", "local_bytes", "rel_err", "timings" and the medians "ratio", "tflops",
+    "cublas_tflops" to each row."""
+    def prepared(r):                                   # cached after the first build
+        return launch.prepare(r["key"], SHAPE, extra_defines=r["defines"] or None, **r["params"])
+    for r in rows:
+        L = prepared(r)
+        m = bench.measure(lambda A, B, C, L=L: L(A, B, C, *SHAPE), SHAPE, data=data, timed=False,
+                          what=f"{r['key']} {r['params']} {r['defines']}")
+        res = L.resources()
+        r.update(registers=res["registers"], local_bytes=res["local_bytes"], rel_err=m.rel_err, timings=[])
+    n = len(rows)
+    for rot in range(rotations):
+        order = list(range(rot % n, n)) + list(range(rot % n))
+        for i in (order if rot % 2 == 0 else order[::-1]):
+            L = prepared(rows[i])
+            t = bench.measure(lambda A, B, C, L=L: L(A, B, C, *SHAPE), SHAPE, data=data, check=False, rounds=3)
+            rows[i]["timings"].append({"ratio": t.ratio, "tflops": t.value, "cublas_tflops": t.reference_value})
+        print(f"{label} rotation {rot}: " + "  ".join(f"{r['timings'][-1]['ratio']:.4f}" for r in rows), flush=True)
+    for r in rows:
+        ts = r["timings"]
+        r["ratio"] = round(statistics.median(t["ratio"] for t in ts), 4)
+        r["tflops"] = round(statistics.median(t["tflops"] for t in ts), 2)
+        r["cublas_tflops"] = round(statistics.median(t["cublas_tflops"] for t in ts), 2)
 
 
 def main(argv=None) -> int:
@@ -59,35 +108,19 @@ def main(argv=None) -> int:
     data = bench.inputs(SHAPE, "float32")      # one set of random inputs for every build and timing
     sets = []
     for p in (dict(spec.defaults), {**spec.defaults, **SMALL_TILE}):
-        rows = []
-        for flags in builds():
-            L = launch.prepare(KEY, SHAPE, extra_defines=flags, **p)
-            r = bench.measure(lambda A, B, C, L=L: L(A, B, C, *SHAPE), SHAPE, data=data, timed=False,
-                              what=f"{KEY} {p} {flags}")
-            res = L.resources()
-            rows.append({"flags": flags, "registers": res["registers"], "local_bytes": res["local_bytes"],
-                         "rel_err": r.rel_err, "timings": []})
-        n = len(rows)
-        for rot in range(a.rotations):
-            order = list(range(rot % n, n)) + list(range(rot % n))
-            for i in (order if rot % 2 == 0 else order[::-1]):
-                L = launch.prepare(KEY, SHAPE, extra_defines=rows[i]["flags"], **p)   # cached
-                t = bench.measure(lambda A, B, C, L=L: L(A, B, C, *SHAPE), SHAPE, data=data, check=False, rounds=3)
-                rows[i]["timings"].append({"ratio": t.ratio, "tflops": t.value, "cublas_tflops": t.reference_value})
-            print(f"{p['BM']}x{p['BN']}x{p['BK']} rotation {rot}: "
-                  + "  ".join(f"{r['flags']} {r['timings'][-1]['ratio']:.4f}" for r in rows), flush=True)
-        for r in rows:
-            ts = r["timings"]
-            r["ratio"] = round(statistics.median(t["ratio"] for t in ts), 4)
-            r["tflops"] = round(statistics.median(t["tflops"] for t in ts), 2)
-            r["cublas_tflops"] = round(statistics.median(t["cublas_tflops"] for t in ts), 2)
-        sets.append({"params": p, "rows": rows})
+        rows = [{"key": KEY, "params": p, "defines": flags} for flags in builds()]
+        time_builds(rows, data, a.rotations, f"{p['BM']}x{p['BN']}x{p['BK']}")
+        sets.append({"params": p, "rows": [{"flags": r.pop("defines"), **{k: v for k, v in r.items()
+                                                                          if k not in ("key", "params")}}
+                                           for r in rows]})
+    cap = cap_builds()
+    time_builds(cap, data, a.rotations, "launch-bounds control")
     doc = {"provenance": results.provenance(),
            "command": "python scripts/ch5_flags.py --rotations " + str(a.rotations),
            "kernel": KEY, "shape": list(SHAPE), "flags": list(FLAGS),
            "method": "each timing: bench.measure, 3 alternating rounds against cuBLAS (cupy.matmul); "
-                     "within a set the builds are rotated every rotation and reversed every other one",
-           "sets": sets}
+                     "within a set (and within cap) the builds are rotated every rotation and reversed every other one",
+           "sets": sets, "cap": cap}
     out = results.RESULTS_DIR / f"{results.DEFAULT_SLUG}-{ARTIFACT}.json"
     out.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"ch5_flags: wrote {out}")
@@ -96,6 +129,9 @@ def main(argv=None) -> int:
             print(f"  {st['params']['BM']}x{st['params']['BN']}x{st['params']['BK']} {r['flags']}: "
                   f"{r['ratio']:.4f} of cuBLAS ({r['tflops']} vs {r['cublas_tflops']} TFLOP/s), "
                   f"{r['registers']} registers, {r['local_bytes']} B local")
+    for r in cap:
+        print(f"  cap {r['key']} MIN_BLOCKS={r['params']['MIN_BLOCKS']} {r['switches']}: {r['ratio']:.4f} of cuBLAS, "
+              f"{r['registers']} registers, {r['local_bytes']} B local")
     if a.out:
         Path(a.out).mkdir(parents=True, exist_ok=True)
         (Path(a.out) / out.name).write_text(out.read_text())

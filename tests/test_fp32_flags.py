@@ -134,3 +134,95 @@ def test_chapter8_quotes_both_builds_counters():
     assert ship_p == old_p == catalog.get("cp_async").defaults
     assert ship["launch__registers_per_thread"] == old["launch__registers_per_thread"]
     assert "as the book ships it" in text and "every copy checked" not in text
+
+
+def _script():
+    import importlib.util
+    path = Path(__file__).resolve().parents[1] / "scripts" / "ch5_flags.py"
+    spec = importlib.util.spec_from_file_location("ch5_flags_script", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_launch_bounds_control_changes_one_switch_at_a_time():
+    """scripts/ch5_flags.py's ``cap`` group: the pitfall, a build one switch (MIN_BLOCKS) away from
+    it, and the twin the chapter's pitfall table shows, which differs from that control only in the
+    two build switches. Each set of parameters passes its catalog entry's rules, and the switches
+    each build records are what the kernel file's #ifndef defaults make of its -D values."""
+    s = _script()
+    trap, ctl, twin = s.cap_builds()
+    src = kc.source("05_register_tiling.cu")
+    for b in (trap, ctl, twin):
+        catalog.get(b["key"]).validate(b["params"], s.SHAPE)
+        seen = _defines(src, MIN_BLOCKS=b["params"]["MIN_BLOCKS"], **b["defines"])
+        assert {f: seen[f] for f in s.FLAGS} == b["switches"], b
+    assert trap["key"] == "cp_async_pitfall" and trap["params"] == catalog.get("cp_async_pitfall").defaults
+    diff = {k for k in trap["params"] if trap["params"][k] != ctl["params"][k]}
+    assert diff == {"MIN_BLOCKS"} and trap["switches"] == ctl["switches"]
+    assert twin["params"] == ctl["params"] and twin["switches"] != ctl["switches"] and twin["defines"] == {}
+    assert twin["params"] == {**catalog.get("cp_async_pitfall").defaults, "MIN_BLOCKS": 1}   # the page's twin
+
+
+def test_the_flag_script_times_every_build_alike_and_writes_the_cap_group(tmp_path, monkeypatch):
+    """The script's loop, with a fake GPU: every build is checked once and timed once per rotation,
+    the sets keep their layout (flags, then the medians), and ``cap`` holds the three builds with
+    the median of their timings."""
+    import types
+    s = _script()
+    calls = []
+
+    class FakeLaunch:
+        def __init__(self, key, defines, params):
+            self.tag = (key, tuple(sorted((defines or {}).items())), params["MIN_BLOCKS"], params["BN"], params["BK"])
+
+        def __call__(self, *a):
+            pass
+
+        def resources(self):
+            return {"registers": 100 + len(self.tag[1]), "local_bytes": 0}
+
+    def prepare(key, shape, extra_defines=None, **params):
+        return FakeLaunch(key, extra_defines, params)
+
+    speeds = iter(0.5 + 0.001 * i for i in range(10_000))
+
+    def measure(run, shape, data=None, timed=True, check=True, rounds=3, what=None):
+        calls.append("check" if not timed else "time")
+        r = next(speeds)
+        return types.SimpleNamespace(ratio=r, value=100 * r, reference_value=100.0, rel_err=1e-6)
+
+    monkeypatch.setattr(s.gpu, "live", lambda: True)
+    monkeypatch.setattr(s.launch, "prepare", prepare)
+    monkeypatch.setattr(s.bench, "measure", measure)
+    monkeypatch.setattr(s.bench, "inputs", lambda shape, dtype: None)
+    monkeypatch.setattr(s.results, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(s.results, "provenance", lambda: {"gpu": "fake"})
+    assert s.main(["--rotations", "3"]) == 0
+    import json
+    doc = json.loads((tmp_path / f"{results.DEFAULT_SLUG}-{s.ARTIFACT}.json").read_text())
+    assert calls.count("check") == 4 + 4 + 3 and calls.count("time") == 3 * (4 + 4 + 3)
+    for st in doc["sets"]:
+        assert [list(r) for r in st["rows"]] == [["flags", "registers", "local_bytes", "rel_err", "timings",
+                                                  "ratio", "tflops", "cublas_tflops"]] * 4
+        assert [(r["flags"]["SERPENTINE"], r["flags"]["FAST_INTERIOR"]) for r in st["rows"]] == [(1, 1), (1, 0), (0, 1), (0, 0)]
+    assert [(r["key"], r["params"]["MIN_BLOCKS"]) for r in doc["cap"]] == \
+        [("cp_async_pitfall", 2), ("cp_async", 1), ("cp_async", 1)]
+    for r in doc["cap"]:
+        assert len(r["timings"]) == 3
+        assert r["ratio"] == pytest.approx(statistics.median(t["ratio"] for t in r["timings"]), abs=1e-4)
+
+
+def test_the_pitfall_sentence_quotes_the_control_once_recorded():
+    """Without the ``cap`` group the sentence says the comparison mixes three changes and where the
+    switches are timed apart; with it, it quotes the control's, the pitfall's and the twin's ratios
+    and their quotient. The page glues it (``lb_control``) in the pitfall's paragraph."""
+    from helpers.chapters import register_tiling_prose as prose
+    old = prose.launch_bounds_sentence({"sets": []})
+    assert "also turns on" in old and "hundredths" in old and "{" not in old
+    cap = [{"ratio": 0.1}, {"ratio": 0.9}, {"ratio": 0.93}]
+    new = prose.launch_bounds_sentence({"sets": [], "cap": cap})
+    assert "0.900 of cuBLAS" in new and "pitfall's 0.100" in new and "9.0x slower" in new and "0.930" in new
+    text = " ".join(_cell("## Pitfall: `__launch_bounds__`").split())
+    assert "{glue:text}`lb_control`" in text
+    assert prose.prose_values()["lb_control"] == prose.launch_bounds_sentence()

@@ -34,6 +34,26 @@ def _pct(x: float) -> float:
     return (x - 1) * 100
 
 
+def launch_bounds_sentence(doc: dict | None = None) -> str:
+    """The pitfall section's sentence on what its twin changes besides the register cap, as plain
+    text for a ``{glue:text}`` role. ``doc`` is the build-flag record (default: ``results/<gpu>-fp32-flags.json``).
+    With its ``cap`` group (scripts/ch5_flags.py: the pitfall, the same build with MIN_BLOCKS = 1 and
+    both switches off, and the twin, timed in one run) it quotes the one-switch control; without
+    one it says what the comparison leaves mixed and where the switches are timed apart."""
+    doc = results.artifact(ch5.FLAGS_ARTIFACT) if doc is None else doc
+    mixed = ("As the book ships it, MIN_BLOCKS = 1 also turns on step 6's two build switches (the "
+             "serpentine FMA order and the unchecked interior copies)")
+    cap = (doc or {}).get("cap")
+    if not cap:
+        return (mixed + ". Step 6's table of builds times those apart: they move the ratio to cuBLAS "
+                "by hundredths, not by the factor the cap costs here.")
+    trap, ctl, twin = (r["ratio"] for r in cap)
+    return (mixed + ". A third build, timed in one run with these two for step 6's build-flag record, "
+            f"keeps both switches off and changes only MIN_BLOCKS: it runs at {ctl:.3f} of cuBLAS against "
+            f"the pitfall's {trap:.3f}, so the register cap alone makes it {ctl / trap:.1f}x slower; the switches "
+            f"then take the uncapped build to {twin:.3f}.")
+
+
 def prose_values() -> dict:
     """{name: value} the prose of chapter 5 glues, at 4096^3 fp32 on the H200's records:
 
@@ -53,7 +73,9 @@ def prose_values() -> dict:
       ``small_interior_pct`` (their difference, %);
     - step 6's Nsight Compute panel: ``ca_dram_pct`` (DRAM busy, % of peak), ``ca_conflicts_m``
       (shared-memory bank conflicts, millions), ``ca_conflicts_ld`` and ``ca_conflicts_st`` (those
-      of shared loads and stores), ``ca_conflict_pct`` (conflicts per shared wavefront, %).
+      of shared loads and stores), ``ca_conflict_pct`` (conflicts per shared wavefront, %);
+    - ``lb_control``: the pitfall section's sentence on its one-switch control
+      (:func:`launch_bounds_sentence`).
 
     Raises KeyError or StopIteration when a record is missing."""
     out = {}
@@ -101,4 +123,5 @@ def prose_values() -> dict:
     ctl, _ = panels.control("cp_async")            # the same kernel, the copies' conflicts counted apart
     out["ca_ctl_ldgsts_m"] = ctl[f"{CONFLICTS}_op_ldgsts.sum"] / 1e6
     out["ca_ctl_all_m"] = ctl[f"{CONFLICTS}.sum"] / 1e6
+    out["lb_control"] = launch_bounds_sentence()
     return {k: v for k, v in out.items() if v is not None}

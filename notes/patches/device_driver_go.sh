@@ -18,7 +18,7 @@ if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
 fi
 SAN="compute-sanitizer --report-api-errors no --error-exitcode 1 --print-limit 20"
 declare -A EST=([pre]=120 [t_any]=90 [san]=170 [san9]=150 [results]=170 [anyshape]=160 [fp8]=55 [exercises]=105
-  [ladder]=10 [pitfalls]=25 [flags]=50 [ncu]=120 [t_ex]=150 [execute]=310 [nbval]=200 [fp8ahead]=300 [fp8scales]=320 [fp8quick]=60 [fp8san]=60 [hostgraph]=100 [sanex]=30 [host]=40 [extra]=60 [ncuc]=35 [fusedab]=60 [nbsub]=120 [tuning]=200 [pre9]=60 [ex910]=130 [ex11]=60 [pre27]=80 [ex27]=190 [nb27]=120 [ncuspread]=70)
+  [ladder]=10 [pitfalls]=25 [flags]=70 [ncu]=120 [t_ex]=150 [execute]=310 [nbval]=200 [fp8ahead]=300 [fp8scales]=320 [fp8quick]=60 [fp8san]=60 [hostgraph]=100 [sanex]=30 [host]=40 [extra]=60 [ncuc]=35 [fusedab]=60 [nbsub]=120 [tuning]=200 [pre9]=60 [ex910]=130 [ex11]=60 [pre27]=80 [ex27]=190 [nb27]=120 [ncuspread]=70)
 pack() { cp results/*.json $REC/ 2>/dev/null; tar czf $OUT/rec.tgz -C $REC logs $(cd $REC && ls *.json 2>/dev/null) done 2>/dev/null; cp $REC/done $OUT/summary.txt; }
 run() { local name=$1; shift; local t=$(date +%s)
   "$@" >$REC/logs/$name.log 2>&1; local rc=$?
