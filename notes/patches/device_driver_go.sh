@@ -18,7 +18,7 @@ if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
 fi
 SAN="compute-sanitizer --report-api-errors no --error-exitcode 1 --print-limit 20"
 declare -A EST=([pre]=120 [t_any]=90 [san]=170 [san9]=150 [results]=170 [anyshape]=160 [fp8]=55 [exercises]=105
-  [ladder]=10 [pitfalls]=25 [flags]=70 [ncu]=120 [t_ex]=150 [execute]=310 [nbval]=200 [fp8ahead]=300 [fp8scales]=320 [fp8quick]=60 [fp8san]=60 [hostgraph]=100 [sanex]=30 [host]=40 [extra]=60 [ncuc]=35 [fusedab]=60 [nbsub]=120 [tuning]=200 [pre9]=60 [ex910]=130 [ex11]=60 [pre27]=80 [ex27]=190 [nb27]=120 [ncuspread]=70)
+  [ladder]=10 [pitfalls]=25 [flags]=70 [ncu]=120 [t_ex]=150 [execute]=310 [nbval]=200 [fp8ahead]=300 [fp8scales]=320 [fp8quick]=60 [fp8san]=60 [hostgraph]=100 [sanex]=30 [host]=40 [extra]=60 [ncuc]=35 [fusedab]=60 [nbsub]=120 [tuning]=200 [pre9]=60 [ex910]=130 [ex11]=60 [pre27]=80 [ex27]=190 [nb27]=120 [ncuspread]=70 [drift]=60)
 pack() { cp results/*.json $REC/ 2>/dev/null; tar czf $OUT/rec.tgz -C $REC logs $(cd $REC && ls *.json 2>/dev/null) done 2>/dev/null; cp $REC/done $OUT/summary.txt; }
 run() { local name=$1; shift; local t=$(date +%s)
   "$@" >$REC/logs/$name.log 2>&1; local rc=$?
@@ -64,6 +64,7 @@ for s in "$@"; do
     nb27) run nb27 timeout $(( left - 15 )) python3 -m pytest --nbval-lax -n 4 -q -p no:cacheprovider -o addopts="" --dist loadfile --nbval-current-env --nbval-cell-timeout=300 --nbval-kernel-startup-timeout=120 book/0[1-79]_*.ipynb book/10_hopper.ipynb ;;
     fusedab) run fusedab python3 .gpu/fusedab.py ;;
     ncuspread) run ncuspread python3 .gpu/ncu_spread.py $OUT/ncu_spread.json 3 ;;
+    drift) run drift python3 .gpu/pair_drift.py $OUT/pair_drift.json ;;
     fp8ahead) run fp8ahead bash .gpu/fp8ahead.sh ;;
     fp8scales) run fp8scales bash .gpu/fp8scales.sh ;;
     hostgraph) run hostgraph bash -c 'python3 .gpu/host_graph.py $OUT/host_graph.json; python3 -m pytest -q -p no:cacheprovider -o addopts="" tests/test_any_shape_calls.py tests/gpu/test_any_shape_gpu.py -k "packed or graph"' ;;
