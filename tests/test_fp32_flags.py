@@ -219,10 +219,10 @@ def test_the_pitfall_sentence_quotes_the_control_once_recorded():
     and their quotient. The page glues it (``lb_control``) in the pitfall's paragraph."""
     from helpers.chapters import register_tiling_prose as prose
     old = prose.launch_bounds_sentence({"sets": []})
-    assert "also turns on" in old and "hundredths" in old and "{" not in old
+    assert "also turns on" in old and "hundredths" in old and "{" not in old and isinstance(old, str)
     cap = [{"ratio": 0.1}, {"ratio": 0.9}, {"ratio": 0.93}]
     new = prose.launch_bounds_sentence({"sets": [], "cap": cap})
     assert "0.900 of cuBLAS" in new and "pitfall's 0.100" in new and "9.0x slower" in new and "0.930" in new
     text = " ".join(_cell("## Pitfall: `__launch_bounds__`").split())
-    assert "{glue:text}`lb_control`" in text
+    assert "{glue:md}`lb_control`" in text
     assert prose.prose_values()["lb_control"] == prose.launch_bounds_sentence()

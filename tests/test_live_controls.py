@@ -284,6 +284,39 @@ def test_the_glue_helper_writes_what_myst_nb_reads(monkeypatch):
     assert format_plain_text(data["blocks"]["data"]["text/plain"], "") == "8"
 
 
+def test_a_glued_sentence_is_markdown_as_myst_nb_glues_it(monkeypatch):
+    """common.Sentence glues as myst_nb.glue(name, Markdown(text)) does (text/markdown, which a
+    ``{glue:md}`` role needs), with the text's repr as its text/plain; a plain str stays text only."""
+    from IPython.display import Markdown
+    import myst_nb.ext.glue as mg
+
+    shown, theirs = [], []
+    monkeypatch.setattr(common, "display", lambda obj, raw=False, metadata=None: shown.append((obj, metadata)))
+    monkeypatch.setattr(mg, "ipy_display", lambda obj, raw=False, metadata=None: theirs.append((obj, metadata)))
+    common.glue({"s": common.Sentence("Each figure is `one` launch."), "t": "plain"})
+    mg.glue("s", Markdown("Each figure is `one` launch."), display=False)
+    md = common.GLUE_PREFIX + "text/markdown"
+    assert shown[0][0][md] == theirs[0][0][md] == "Each figure is `one` launch."
+    assert shown[0][1] == theirs[0][1]
+    assert shown[0][0][common.GLUE_PREFIX + "text/plain"] == repr("Each figure is `one` launch.")
+    assert md not in shown[1][0]
+
+
+GLUE_MD = re.compile(r"\{glue:md\}`([^`:]+)`")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_glue_md_role_names_a_markdown_value(path):
+    """A ``{glue:md}`` role pastes the value's text/markdown; a value glued as text only would
+    fail the build. The value is a common.Sentence in the code that glues it."""
+    nb = nbformat.read(path, 4)
+    md = {o["metadata"]["scrapbook"]["name"] for c in nb.cells if c.cell_type == "code"
+          for o in c.get("outputs", []) if "scrapbook" in o.get("metadata", {})
+          and common.GLUE_PREFIX + "text/markdown" in o.get("data", {})}
+    used = {n for c in nb.cells if c.cell_type == "markdown" for n in GLUE_MD.findall(c.source)}
+    assert used <= md, f"{path.name}: glue:md roles without a Markdown value: {sorted(used - md)}"
+
+
 def test_glued_defaults_follow_the_catalog():
     v = common.default_values("wmma_f16", "wmma")
     p = catalog.get("wmma_f16").params()

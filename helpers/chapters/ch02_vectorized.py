@@ -120,14 +120,14 @@ def show_control(shape=(4096, 4096, 4096)) -> list:
     return recs
 
 
-def dram_spread_sentence() -> str:
+def dram_spread_sentence() -> common.Sentence:
     """How many launches of each control kernel the control profile holds and, with several, the
     range of vec4's and strip4's DRAM bytes read over them (GB; :func:`helpers.runtime.panels.dram_read_spread`).
-    Plain text for a ``{glue:text}`` role."""
+    A :class:`~helpers.chapters.common.Sentence` for a ``{glue:md}`` role."""
     spread = {k: panels.dram_read_spread(k) for k in CONTROL}
     counts = [spread[k][3] for k in CONTROL]
     if max(counts) == 1:
-        return "Each figure is one launch."
+        return common.Sentence("Each figure is one launch.")
     words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
     if len(set(counts)) == 1:
         head = f"Each figure is the median of {words.get(counts[0], counts[0])} launches in that profile"
@@ -136,7 +136,7 @@ def dram_spread_sentence() -> str:
                 + f" and {counts[-1]} launches in that profile")
     moved = [f"{k} {'read ' if not i else ''}{spread[k][1]:.1f} to {spread[k][2]:.1f} GB"
              for i, k in enumerate(k for k in ("vec4", "strip4") if spread[k][3] > 1)]
-    return head + ("; between them " + " and ".join(moved) if moved else "") + "."
+    return common.Sentence(head + ("; between them " + " and ".join(moved) if moved else "") + ".")
 
 
 def prose_values() -> dict:

@@ -269,15 +269,19 @@ def mnk(shape) -> str:
 GLUE_PREFIX = "application/papermill.record/"     # what MyST-NB's glue reads (myst_nb.glue, display=False)
 
 
+class Sentence(str):
+    """Prose glued as Markdown, for ``{glue:md}`` (in the text's weight; ``{glue:text}`` is bold)."""
+
+
 def glue(values: dict) -> None:
     """Glue each ``{name: value}`` for the notebook's Markdown: ``{glue:text}`name``` (or
-    ``{glue:text}`name:.2f```) in the prose shows the value this cell computed, so a quoted
-    default or measurement is taken from the code or the records and cannot go stale. Shows
-    nothing. The same outputs as ``myst_nb.glue(name, value, display=False)``, without
-    importing MyST-NB (a reader's Jupyter need not have it); the built book reads them from
-    the committed outputs, so the gluing cell must carry its outputs."""
+    ``{glue:text}`name:.2f```; ``{glue:md}`` for a :class:`Sentence`) shows the value this cell
+    computed, so a quoted default or measurement comes from the code or the records and cannot go
+    stale. Shows nothing: the outputs of ``myst_nb.glue(name, value, display=False)`` without
+    MyST-NB; the built book reads them from the committed outputs of the gluing cell."""
     for name, value in values.items():
-        bundle, meta = format_display_data(value)
+        bundle, meta = ({"text/markdown": str(value), "text/plain": repr(str(value))}, {}) \
+            if isinstance(value, Sentence) else format_display_data(value)
         display({GLUE_PREFIX + k: v for k, v in bundle.items()}, raw=True,
                 metadata={**meta, "scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX}})
 

@@ -13,6 +13,7 @@ from helpers.models import raster
 from helpers.runtime import catalog, results
 
 from . import ch07_mma_sync as ch7
+from .common import Sentence
 
 # The ladder's steps in words (glued as plain text, so no Markdown), by the rung's "change".
 LADDER_PHRASES = {"mma.sync": "the code change at WMMA's own tile",
@@ -114,7 +115,7 @@ def prose_values(shape=(4096, 4096, 4096)) -> dict:
                probe_gap=1 / out["probe_top"])
     out.update({f"ladder_step_{i}": lad[i]["ratio"] - lad[i - 1]["ratio"] for i in range(1, len(lad))})
     out["ladder_equal_share"] = out["ladder_step_1"] / (lad[-1]["ratio"] - lad[0]["ratio"])
-    out["ladder_sizes"] = ladder_sizes(lad)
+    out["ladder_sizes"] = Sentence(ladder_sizes(lad))
     p = catalog.get("mma_sync_f16").defaults
     for g in (1, p["GROUP_M"]):
         w = raster.wave_panels({**p, "GROUP_M": g}, shape, ch7.gpu_sms(), elem_bytes=2)

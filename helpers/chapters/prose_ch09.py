@@ -9,7 +9,7 @@ from __future__ import annotations
 from helpers.models import anyshape as model
 from helpers.runtime import results
 
-from .common import bounds, span
+from .common import Sentence, bounds, span
 
 SMS = 132                  # the recorded H200's SMs (results/h200.json, ceilings.spec.sms)
 
@@ -44,9 +44,9 @@ def fused_rows(rows: list) -> dict:
     if not f:
         raise KeyError("no end-to-end row where auto's plan used the one-launch split-K")
     ok = sum(1 for r in f if r["auto within 5% of best"])
-    verdict = ("the model's choice held on every one" if ok == len(f) else
-               "the model's choice held on most of them, not all" if ok >= 0.75 * len(f) else
-               "the model chose it too often")
+    verdict = Sentence("the model's choice held on every one" if ok == len(f) else
+                       "the model's choice held on most of them, not all" if ok >= 0.75 * len(f) else
+                       "the model chose it too often")
     return {"n": len(f), "ok": ok, "verdict": verdict,
             "worst": min(r["ratio"] / r["best ratio"] for r in f), "best": max(r["ratio"] for r in f)}
 

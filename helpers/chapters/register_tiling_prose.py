@@ -8,6 +8,7 @@ from __future__ import annotations
 from helpers.runtime import bench, catalog, panels, results
 
 from . import ch05_register_tiling as ch5
+from .common import Sentence
 
 SHAPE = (4096, 4096, 4096)
 # the counters of the bank-conflict check of step 6 (Nsight Compute metric names)
@@ -34,24 +35,24 @@ def _pct(x: float) -> float:
     return (x - 1) * 100
 
 
-def launch_bounds_sentence(doc: dict | None = None) -> str:
-    """The pitfall section's sentence on what its twin changes besides the register cap, as plain
-    text for a ``{glue:text}`` role. ``doc`` is the build-flag record (default: ``results/<gpu>-fp32-flags.json``).
+def launch_bounds_sentence(doc: dict | None = None) -> Sentence:
+    """The pitfall section's sentence on what its twin changes besides the register cap, for a
+    ``{glue:md}`` role. ``doc`` is the build-flag record (default: ``results/<gpu>-fp32-flags.json``).
     With its ``cap`` group (scripts/ch5_flags.py: the pitfall, the same build with MIN_BLOCKS = 1 and
     both switches off, and the twin, timed in one run) it quotes the one-switch control; without
     one it says what the comparison leaves mixed and where the switches are timed apart."""
     doc = results.artifact(ch5.FLAGS_ARTIFACT) if doc is None else doc
-    mixed = ("As the book ships it, MIN_BLOCKS = 1 also turns on step 6's two build switches (the "
+    mixed = ("As the book ships it, `MIN_BLOCKS = 1` also turns on step 6's two build switches (the "
              "serpentine FMA order and the unchecked interior copies)")
     cap = (doc or {}).get("cap")
     if not cap:
-        return (mixed + ". Step 6's table of builds times those apart: they move the ratio to cuBLAS "
-                "by hundredths, not by the factor the cap costs here.")
+        return Sentence(mixed + ". Step 6's table of builds times those apart: they move the ratio to "
+                        "cuBLAS by hundredths, not by the factor the cap costs here.")
     trap, ctl, twin = (r["ratio"] for r in cap)
-    return (mixed + ". A third build, timed in one run with these two for step 6's build-flag record, "
-            f"keeps both switches off and changes only MIN_BLOCKS: it runs at {ctl:.3f} of cuBLAS against "
-            f"the pitfall's {trap:.3f}, so the register cap alone makes it {ctl / trap:.1f}x slower; the switches "
-            f"then take the uncapped build to {twin:.3f}.")
+    return Sentence(mixed + ". A third build, timed in one run with these two for step 6's build-flag "
+                    f"record, keeps both switches off and changes only `MIN_BLOCKS`: it runs at {ctl:.3f} of "
+                    f"cuBLAS against the pitfall's {trap:.3f}, so the register cap alone makes it "
+                    f"{ctl / trap:.1f}x slower; the switches then take the uncapped build to {twin:.3f}.")
 
 
 def prose_values() -> dict:
