@@ -11,7 +11,7 @@
 set -euo pipefail
 test -z "$(git status --porcelain --untracked-files=no)" || { echo "tree not clean"; exit 1; }
 git checkout -q -B rec
-git revert --no-commit 3918b1f
+git revert --no-commit -X theirs 3918b1f      # where main has since edited the same lines, the prepared text wins
 git apply notes/patches/fp8_rung2_defaults.patch
 git apply notes/patches/padding_edge_rule.patch
 git commit -q -a -m "On the page for the H200 record: chapter 9's memory-bound step and launch dropdown, chapter 10's GEMV text, FP8 rung 2's defaults (BN 192, scales through the ring) with its controls, padding only where M or N has an edge"
