@@ -320,3 +320,23 @@ def test_table_markdown_prints_dunder_names_and_products_as_written():
     assert "`__syncthreads()`" in md                      # code spans are left alone
     assert "| pitfall: \\_\\_launch_bounds\\_\\_ caps registers | M\\*N\\*K >= 5e8 |" in md
     assert "| x * y |" in show.table_markdown([{"a": "x * y"}], ["a"], "c")   # a spaced * is left alone
+
+
+def test_recorded_mode_names_its_cause(monkeypatch):
+    """gpu.recorded_reason says why a process runs recorded (the forced switch, CuPy missing,
+    CuPy without a device), and gpu.cupy()'s error quotes it."""
+    import sys
+    import types
+    from helpers.runtime import gpu
+    monkeypatch.setenv("GEMM_BOOK_FORCE_RECORDED", "1")
+    assert gpu.recorded_reason() == "GEMM_BOOK_FORCE_RECORDED=1 is set"
+    monkeypatch.delenv("GEMM_BOOK_FORCE_RECORDED")
+    monkeypatch.setitem(sys.modules, "cupy", None)               # import cupy -> ImportError
+    assert gpu.recorded_reason().startswith("CuPy is not installed; on a GPU machine, python -m helpers.colab --cupy")
+    with pytest.raises(RuntimeError, match="recorded mode: CuPy is not installed"):
+        gpu.cupy()
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: False))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    assert gpu.recorded_reason() == "CuPy sees no CUDA device"
+    fake.cuda.is_available = lambda: True
+    assert gpu.recorded_reason() is None

@@ -109,9 +109,9 @@ def runs_here() -> dict:
 
 
 def runs_here_line() -> str:
-    """"chapters 0-4 run live here, 5 in part; 6, 7, 10 show recorded numbers" (for the banner)."""
-    r = runs_here()
-    group = {v: [str(n) for n, x in r.items() if x == v] for v in ("all", "some", "none")}
+    """"chapters 0-4 run live; 5 in part; ..." for the banner, numbered as the pages are."""
+    r, name = runs_here(), {11: "the appendix", 12: "11 (FP8)"}      # catalog chapter -> page title
+    group = {v: [name.get(n, str(n)) for n, x in r.items() if x == v] for v in ("all", "some", "none")}
     parts = []
     if group["all"]:
         parts.append(f"chapters {', '.join(group['all'])} run live")
@@ -140,7 +140,7 @@ def banner() -> None:
                      f"run shows the numbers {rec}, labelled with what it needs.")
         show.note(text, title="Where the numbers come from")
     else:
-        text = (f"**Recorded mode: no CUDA GPU is visible here.** Figures are computed, but "
+        text = (f"**Recorded mode**: {gpu.recorded_reason() or 'no CUDA GPU is visible here'}. Figures are computed, but "
                 f"measurements are read from `results/{results.DEFAULT_SLUG}.json`, {rec}. "
                 "Run the notebook on a GPU to measure your own.")
         if t is not None:

@@ -114,11 +114,29 @@ def live() -> bool:
         return False
 
 
+def recorded_reason() -> str | None:
+    """Why this process runs in recorded mode, in words a reader can act on (None when live):
+    GEMM_BOOK_FORCE_RECORDED is set, CuPy is not installed, CuPy did not load, or CuPy sees no
+    CUDA device."""
+    if os.environ.get("GEMM_BOOK_FORCE_RECORDED") == "1":
+        return "GEMM_BOOK_FORCE_RECORDED=1 is set"
+    try:
+        import cupy
+    except ImportError:
+        return "CuPy is not installed; on a GPU machine, python -m helpers.colab --cupy installs the matching wheel"
+    except Exception as e:  # a broken install, a CUDA library that cannot load
+        return f"CuPy did not load ({type(e).__name__}: {e})"
+    try:
+        return None if cupy.cuda.is_available() else "CuPy sees no CUDA device"
+    except Exception as e:
+        return f"CuPy cannot reach a CUDA driver ({type(e).__name__}: {e})"
+
+
 def cupy():
-    """Import CuPy, raising a clear RuntimeError in recorded mode."""
+    """Import CuPy, raising a clear RuntimeError in recorded mode (naming why: :func:`recorded_reason`)."""
     if not live():
         raise RuntimeError(
-            "no CUDA device is visible (recorded mode): this call needs a GPU. "
+            f"this call needs a GPU, and this process runs in recorded mode: {recorded_reason() or 'no CUDA device'}. "
             "Run the notebook on a GPU machine, or read the recorded results.")
     import cupy as cp
     return cp
