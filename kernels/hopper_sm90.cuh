@@ -49,8 +49,8 @@ __device__ __forceinline__ void mbar_arrive(u32 bar)
 // Arrive on the barrier at the same offset in CTA `cta` of this cluster: mapa
 // turns this CTA's shared-memory address into that CTA's. The arrive has the
 // default .release.cta semantics (a .release.cluster arrive is enough for
-// correctness too, and costs a fence on every slot release; chapter 10 times
-// that build, kernels/experiments/10_hopper_variants.cu with CLUSTER_ARRIVE=1).
+// correctness too, and adds a fence to every slot release; that build is
+// kernels/experiments/10_hopper_variants.cu with CLUSTER_ARRIVE=1).
 __device__ __forceinline__ void mbar_arrive_cluster(u32 bar, u32 cta)
 {
     asm volatile("{\n .reg .b32 remote;\n"
