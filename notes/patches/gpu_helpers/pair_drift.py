@@ -24,25 +24,21 @@ import shutil
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path.cwd()))
 import helpers  # noqa: F401  (fills the catalog)
 from helpers.chapters import ch09_any_shape as ch9, ch10_hopper as ch10
-from helpers.runtime import bench, gpu, launch, timing
+from helpers.runtime import bench, gpu, launch, power, timing
 
 SHAPE = (4096, 4096, 4096)
 BLOCK_MS = 40.0
 PAIRS = 12                      # R F R D ... : 4 * PAIRS / 2 blocks
 
 
-class Sampler:
-    QUERY = "clocks.sm,power.draw,clocks_event_reasons.sw_power_cap"
-
-    def __init__(self):
-        self.rows, self._stop = [], threading.Event()
+class Sampler(power.PowerSampler):
+    """helpers.runtime.power's sampler with a host timestamp on each sample: (t, MHz, W, cap)."""
 
     def _poll(self):
         exe = shutil.which("nvidia-smi")
@@ -52,19 +48,10 @@ class Sampler:
                 out = subprocess.run([exe, f"--query-gpu={self.QUERY}", "--format=csv,noheader,nounits", "-i", "0"],
                                      capture_output=True, text=True, timeout=5).stdout.strip().splitlines()[0]
                 f = [x.strip() for x in out.split(",")]
-                self.rows.append((t, float(f[0]), float(f[1]), f[2]))
+                self.rows.append((t, float(f[0]), float(f[2]), f[4]))
             except Exception:
                 pass
-            self._stop.wait(0.02)
-
-    def __enter__(self):
-        self._t = threading.Thread(target=self._poll, daemon=True)
-        self._t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._t.join(timeout=10)
+            self._stop.wait(self.period_s)
 
     def during(self, t0, t1):
         s = [r for r in self.rows if t0 <= r[0] <= t1]
@@ -88,7 +75,7 @@ def main():
     cp.cuda.Device().synchronize()
     flops = timing.gemm_flops(*SHAPE)
     doc = {"shape": SHAPE, "block_ms": BLOCK_MS, "gpu": gpu.device_info()["name"], "conditions": []}
-    with Sampler() as smp:
+    with Sampler(period_s=0.02) as smp:
         for cond in ("cool", "hot", "cool", "hot"):
             if cond == "cool":
                 time.sleep(3.0)
