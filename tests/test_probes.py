@@ -102,8 +102,8 @@ def test_ladder_sizes_follow_the_steps():
         changes = ["WMMA", "mma.sync", "LOAD_SPREAD 1", "STAGES 4", "BN 256", "BK 64"]
         return [{"change": c, "ratio": r} for c, r in zip(changes, ratios)]
     s = prose_ch07.ladder_sizes(lad(0.44, 0.49, 0.523, 0.535, 0.477, 0.532))
-    assert s.startswith("The largest gain in that run is BK = 64 on the wide tile;")
+    assert s.startswith("The largest gain in that run is `BK = 64` on the wide tile;")
     assert "the wider block tile alone lowers the ratio" in s and "a fourth stage moves it by less" in s
     s = prose_ch07.ladder_sizes(lad(0.40, 0.50, 0.52, 0.53, 0.54, 0.55))
     assert s.startswith("The largest gain in that run is the code change at WMMA's own tile;")
-    assert "lower" not in s and "a fourth stage, the wider block tile alone and BK = 64 on the wide tile move it" in s
+    assert "lower" not in s and "a fourth stage, the wider block tile alone and `BK = 64` on the wide tile move it" in s

@@ -15,12 +15,12 @@ from helpers.runtime import catalog, results
 from . import ch07_mma_sync as ch7
 from .common import Sentence
 
-# The ladder's steps in words (glued as plain text, so no Markdown), by the rung's "change".
+# The ladder's steps in words, by the rung's "change" (glued as Markdown: code in backticks, no $ math).
 LADDER_PHRASES = {"mma.sync": "the code change at WMMA's own tile",
                   "LOAD_SPREAD 1": "spreading the copies over the k16 steps",
                   "STAGES 4": "a fourth stage",
                   "BN 256": "the wider block tile alone",
-                  "BK 64": "BK = 64 on the wide tile"}
+                  "BK 64": "`BK = 64` on the wide tile"}
 SMALL_STEP = 0.015          # a step below this (in ratio to cuBLAS) is called small: "one and a half hundredths"
 
 
