@@ -86,8 +86,7 @@ def _gpu_live() -> tuple[bool, str]:
             return True, ""
     except Exception as e:  # helpers broken or absent: tests of it will say so
         return False, f"helpers.runtime.gpu could not tell ({type(e).__name__}: {e})"
-    return False, ("no CUDA GPU visible (cupy.cuda.is_available() is False, "
-                   "or GEMM_BOOK_FORCE_RECORDED=1): GPU tests run on the GPU runner")
+    return False, f"{gpu.recorded_reason()}; GPU tests run on the GPU runner"
 
 
 def pytest_report_header(config):
