@@ -10,12 +10,13 @@ more than the kernel's does, so a ratio depends on what ran just before, and tim
 order (R F per round, R always first) favours R after an idle gap.
 
 What it does, at 4096^3 fp16 on one set of random inputs: blocks of about 40 ms of calls of
-R (cuBLAS, cupy.matmul), F (rung 5 launched directly) and D (the dispatcher's hopper plan
-through run()), in the sequence R F R D repeated; each block's median call time, its host
+R (cuBLAS, cupy.matmul), F (rung 5 launched directly), D (the dispatcher's hopper plan through
+run()) and L (rung 1, a cooler kernel at about 0.6 of cuBLAS), in the sequence R F R D R L ...; each block's median call time, its host
 start and end, and the SM clock / power sampled with nvidia-smi (timestamped) meanwhile.
 Conditions: after 3 s idle ("cool"), and after 8 s of continuous cuBLAS ("hot"); each twice.
 Per condition it prints the ratio of the block medians (R over F, R over D), the ratio of the
-first R-F pair alone (what the first round of time_pair sees after a gap) and R's first blocks.
+first R-F pair alone (what the first round of time_pair sees after a gap), R's first blocks,
+and R's median speed by the block before it (F, D or L: is cuBLAS slower beside a hotter kernel?).
 
     python3 .gpu/pair_drift.py OUT.json
 """
@@ -66,9 +67,11 @@ def main():
     data = bench.inputs(SHAPE, "float16")
     A, B, C = data.arrays["A"], data.arrays["B"], data.arrays["C"]
     L = launch.prepare(ch10.key("r5_tma_store", "float16"), SHAPE)
+    L1 = launch.prepare(ch10.key("r1_tma_wgmma", "float16"), SHAPE)       # a cooler kernel (about 0.6)
     plan = ch9.plan_for("hopper", *SHAPE, ch9.aligned_inputs(A, B))
     R = timing.cublas_gemm(A, B, cp.empty_like(C))
-    fns = {"R": R, "F": lambda: L(A, B, C, *SHAPE), "D": lambda: ch9.run(plan, A, B, C)}
+    fns = {"R": R, "F": lambda: L(A, B, C, *SHAPE), "D": lambda: ch9.run(plan, A, B, C),
+           "L": lambda: L1(A, B, C, *SHAPE)}
     for f in fns.values():                       # compile, load, warm
         for _ in range(3):
             f()
@@ -87,7 +90,7 @@ def main():
                     cp.cuda.Device().synchronize()
             blocks = []
             for i in range(PAIRS):
-                for name in ("R", "F" if i % 2 == 0 else "D"):
+                for name in ("R", "FDL"[i % 3]):
                     t0 = time.perf_counter()
                     r = timing.time_ms(fns[name], warmup=1, budget_ms=BLOCK_MS, min_repeat=5)
                     t1 = time.perf_counter()
@@ -103,12 +106,15 @@ def main():
         rs = [b for b in c["blocks"] if b["fn"] == "R"]
         fs = [b for b in c["blocks"] if b["fn"] == "F"]
         ds = [b for b in c["blocks"] if b["fn"] == "D"]
+        after = {k: [b["tflops"] for i, b in enumerate(c["blocks"])           # R's own speed, by what preceded it
+                     if b["fn"] == "R" and i and c["blocks"][i - 1]["fn"] == k] for k in "FDL"}
+        c["R_after"] = {k: round(statistics.median(v), 1) for k, v in after.items() if v}
         c["R_first3_tflops"] = [round(b["tflops"], 1) for b in rs[:3]]
         c["ratio_F"] = statistics.median(b["ms"] for b in rs) / statistics.median(b["ms"] for b in fs)
         c["ratio_D"] = statistics.median(b["ms"] for b in rs) / statistics.median(b["ms"] for b in ds)
         c["ratio_F_first_pair"] = rs[0]["ms"] / fs[0]["ms"]
         print(f"{c['condition']}: ratio F {c['ratio_F']:.3f}  D {c['ratio_D']:.3f}  first pair F {c['ratio_F_first_pair']:.3f}; "
-              f"R TFLOP/s first blocks {c['R_first3_tflops']}", flush=True)
+              f"R TFLOP/s first blocks {c['R_first3_tflops']}; R's median after F, D, L: {c['R_after']}", flush=True)
     Path(out).write_text(json.dumps(doc, indent=1) + "\n")
 
 
