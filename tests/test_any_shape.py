@@ -218,3 +218,16 @@ def test_memory_bound_values_and_figure_read_the_rows_they_are_given():
                                         "registers path, narrow tile (control)"]
     with pytest.raises(KeyError):
         prose_ch09.memory_bound_values(rows[:2])
+
+
+def test_padding_only_where_it_removes_an_edge():
+    """Padding buys a kernel without M and N guards and pays for a copy of C; where M and N
+    are already multiples of the tile there is no guard to remove, so unaligned rows are
+    repacked (the H200 record of cb44f6119626 timed 8192 x 8192 x 1002 at 1.31 of cuBLAS
+    padded and 1.54 repacked)."""
+    from helpers.models import anyshape as m
+    for K in (1002, 4093):
+        p = m.plan(8192, 8192, K, aligned=False, sms=132)
+        assert p.operands == "repack" and "no edge for padding to remove" in p.reason
+    assert m.plan(4093, 4093, 4093, aligned=False, sms=132).operands == "padding"
+    assert m.plan(8192, 8191, 1002, aligned=False, sms=132).operands == "padding"

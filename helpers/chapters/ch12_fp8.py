@@ -91,11 +91,11 @@ _BASE = {"BN": 256, "STAGES": 4, "GROUP_M": 8, "CLUSTER_M": 1, "PROMOTE": 0, "BL
          "OUT_F32": 0}
 RUNGS = {
     "fp8_r1_tensor": ("1: per-tensor e4m3, 128x256, fp32 in the Tensor Core", dict(_BASE)),
-    "fp8_r2_block": ("2: 1x128 / 128x128 block scales, promoted every k-block, 128x128",
-                     {**_BASE, "BN": 128, "STAGES": 6, "CLUSTER_M": 2, "PROMOTE": 1, "BLOCK_SCALE": 1, "PINGPONG": 0,
-                      "SCALE_LOAD": 0}),
-    "fp8_promote": ("per-tensor e4m3, 128x128, promoted every PROMOTE k-tiles",
-                    {**_BASE, "BN": 128, "STAGES": 6, "CLUSTER_M": 2, "PROMOTE": 1}),
+    "fp8_r2_block": ("2: 1x128 / 128x128 block scales, promoted every k-block, 128x192, scales through the ring",
+                     {**_BASE, "BN": 192, "STAGES": 4, "CLUSTER_M": 2, "PROMOTE": 1, "BLOCK_SCALE": 1, "PINGPONG": 0,
+                      "SCALE_LOAD": 1}),
+    "fp8_promote": ("per-tensor e4m3, 128x192, promoted every PROMOTE k-tiles",
+                    {**_BASE, "BN": 192, "STAGES": 4, "CLUSTER_M": 2, "PROMOTE": 1}),
 }
 _CHOICES = {"STAGES": (2, 3, 4, 5, 6), "GROUP_M": (1, 4, 8, 16), "CLUSTER_M": (1, 2), "PROMOTE": (0, 1, 2, 4),
             "PINGPONG": (0, 1), "OUT_F32": (0, 1), "BN": (128, 192, 256),
@@ -258,15 +258,19 @@ def show_scaling(seed: int = 0) -> None:
 
 LABELS = {("fp8_r1_tensor", 1, None): "rung 1: per-tensor", ("fp8_r1_tensor", 2, None): "rung 1 in 2-CTA clusters",
           ("fp8_r2_block", 2, None): "rung 2: block scales",
-          **{("fp8_promote", 2, P): f"per-tensor, 128x128, promote {P or 'never'}" for P in PROMOTIONS}}
+          **{("fp8_promote", 2, P): f"per-tensor, 128x192, promote {P or 'never'}" for P in PROMOTIONS}}
 
 
 def _label(r) -> str:
     p = r["params"]
     lab = LABELS.get((r["kernel"], p.get("CLUSTER_M"), p.get("PROMOTE") if r["kernel"] == "fp8_promote" else None),
                      r["kernel"])
-    if r["kernel"] == "fp8_r2_block":                     # rung 2 with and without its consumers' turns
+    if r["kernel"] == "fp8_r2_block":                     # rung 2 and its controls: turns, scale path, tile
         lab += ", consumers take turns" if p.get("PINGPONG") else ", consumers issue together"
+        if p.get("SCALE_LOAD", 0) != 1:
+            lab += ", scales loaded by every thread"
+        if p.get("BN") != 192:
+            lab += f", 128x{p.get('BN')}"
     return lab + (" (vs cuBLAS bf16)" if "bf16" in r.get("reference", "") else "")
 
 
@@ -347,11 +351,14 @@ def prose_values() -> dict:
     """Every measured number the chapter's prose quotes, from results/<gpu>-fp8.json only:
     ``r1_4096``, ``r1_8192`` (rung 1's ratio to cuBLASLt FP8), ``r1_tflops_8192``, ``lt_tflops_8192``,
     ``r2_4096``, ``r2_8192`` (rung 2 as shipped, to per-tensor cuBLASLt), ``r2_other_4096``,
-    ``r2_other_8192`` (its control: the other PINGPONG), ``r1_bf16_4096``, ``r1_bf16_8192`` (rung 1 to cuBLAS bf16), ``r1_twice_x`` (how far rung 1's two
+    ``r2_other_8192`` (its control: the other PINGPONG), ``r2_sl0_4096``, ``r2_sl0_8192`` (the control of
+    the scale path: every consumer thread loads its scales from global memory), ``r2_bn128_4096``,
+    ``r2_bn128_8192`` (the control of the tile: 128 x 128 with those loads), ``r1_bf16_4096``, ``r1_bf16_8192`` (rung 1 to cuBLAS bf16), ``r1_twice_x`` (how far rung 1's two
     timings of one shape, one beside each reference, differ in TFLOP/s: the larger relative gap),
     ``p{P}_8192`` (the promotion builds), ``err_p0``, ``err_p1``, ``err_block``, ``err_bf16`` (errors
     at the largest recorded K, uniform inputs), ``acc_k`` (that K), ``probe_kept_max`` (the largest
-    e whose small term survived across k-tiles), ``torch``. KeyError when something is missing."""
+    e whose small term survived across k-tiles; ``probe_steps_max`` across the k32 steps of one
+    k-tile, ``probe_within_max`` inside one instruction), ``torch``. KeyError when something is missing."""
     doc, _ = recorded()
     if not doc:
         raise KeyError(f"results/{results.DEFAULT_SLUG}-{ARTIFACT}.json is not recorded")
@@ -363,17 +370,23 @@ def prose_values() -> dict:
                 return r
         raise KeyError(f"{kernel} {p} at {shape} against {ref} is not recorded")
     big, mid = (8192,) * 3, (4096,) * 3
-    pp = catalog.get("fp8_r2_block").defaults["PINGPONG"]  # rung 2 as shipped; its control has the other
+    r2 = catalog.get("fp8_r2_block").defaults
+    pp = r2["PINGPONG"]                                    # rung 2 as shipped; its control has the other
+    ship = {"BN": r2["BN"], "SCALE_LOAD": r2["SCALE_LOAD"]}
     out = {"r1_4096": run("fp8_r1_tensor", mid, CLUSTER_M=1)["ratio"],
            "r1_8192": run("fp8_r1_tensor", big, CLUSTER_M=1)["ratio"],
            "r1c_4096": run("fp8_r1_tensor", mid, CLUSTER_M=2)["ratio"],
            "r1c_8192": run("fp8_r1_tensor", big, CLUSTER_M=2)["ratio"],
            "r1_tflops_8192": run("fp8_r1_tensor", big, CLUSTER_M=1)["value"],
            "lt_tflops_8192": run("fp8_r1_tensor", big, CLUSTER_M=1)["reference_value"],
-           "r2_4096": run("fp8_r2_block", mid, PINGPONG=pp)["ratio"],
-           "r2_8192": run("fp8_r2_block", big, PINGPONG=pp)["ratio"],
-           "r2_other_4096": run("fp8_r2_block", mid, PINGPONG=1 - pp)["ratio"],
-           "r2_other_8192": run("fp8_r2_block", big, PINGPONG=1 - pp)["ratio"],
+           "r2_4096": run("fp8_r2_block", mid, PINGPONG=pp, **ship)["ratio"],
+           "r2_8192": run("fp8_r2_block", big, PINGPONG=pp, **ship)["ratio"],
+           "r2_other_4096": run("fp8_r2_block", mid, PINGPONG=1 - pp, **ship)["ratio"],
+           "r2_other_8192": run("fp8_r2_block", big, PINGPONG=1 - pp, **ship)["ratio"],
+           "r2_sl0_4096": run("fp8_r2_block", mid, PINGPONG=pp, BN=r2["BN"], SCALE_LOAD=0)["ratio"],
+           "r2_sl0_8192": run("fp8_r2_block", big, PINGPONG=pp, BN=r2["BN"], SCALE_LOAD=0)["ratio"],
+           "r2_bn128_4096": run("fp8_r2_block", mid, PINGPONG=pp, BN=128, SCALE_LOAD=0)["ratio"],
+           "r2_bn128_8192": run("fp8_r2_block", big, PINGPONG=pp, BN=128, SCALE_LOAD=0)["ratio"],
            "r1_bf16_4096": run("fp8_r1_tensor", mid, ref="bf16", CLUSTER_M=1)["ratio"],
            "r1_bf16_8192": run("fp8_r1_tensor", big, ref="bf16", CLUSTER_M=1)["ratio"], "torch": doc.get("torch") or "absent"}
     # rung 1 is timed twice per shape, beside each reference: how far its own two timings differ
@@ -389,4 +402,6 @@ def prose_values() -> dict:
     out["probe_bits"] = out["probe_kept_max"] + 1              # with the leading bit
     w = doc["probe"]["within"]
     out["probe_within_max"] = max(e for e, k in zip(w["e"], w["kept"]) if k > 0.5)
+    st = doc["probe"]["steps"]
+    out["probe_steps_max"] = max(e for e, k in zip(st["e"], st["kept"]) if k > 0.5)
     return out

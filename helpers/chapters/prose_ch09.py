@@ -121,9 +121,7 @@ def prose_values() -> dict:
     if not doc:
         raise KeyError("results/<gpu>-anyshape.json is not recorded")
     big, odd = (4096, 4096, 4096), (4093, 4093, 4093)
-    # the memory-bound step's glue, once its section is recorded (its cells wait in
-    # notes/patches/ch09_memory_bound_cells.json until then)
-    out = memory_bound_values(doc["memory_bound"]) if doc.get("memory_bound") else {}
+    out = memory_bound_values(doc["memory_bound"])
     f16 = [r for r in doc["odd"] if r["dtype"] == "float16"]
     out["cublas_odd_lo"], out["cublas_odd_hi"] = bounds(r["reference_value"] for r in f16 if r["shape"] == list(odd))
     out["cublas_big_lo"], out["cublas_big_hi"] = bounds(r["reference_value"] for r in f16 if r["shape"] == list(big))

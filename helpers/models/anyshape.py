@@ -237,8 +237,9 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
     ``aligned``: A and B are 16-byte aligned with K % 8 == 0 and N % 8 == 0 (the cp.async
     build reads them directly; M, N, K tails are predicated). Otherwise ``regs`` when K is
     at most ``REGS_MAX_KTILES`` k-tiles and the tiles fit one wave; ``padding`` when the
-    tiles fill more than a wave, are at least :data:`MIN_TILE_USE` used and the schedule is
-    data-parallel (it copies C too, but its kernel runs unguarded); else ``repack``. Schedule: split-K when
+    tiles fill more than a wave, are at least :data:`MIN_TILE_USE` used, M or N is not a
+    multiple of the tile and the schedule is data-parallel (it copies C too, but its kernel
+    runs unguarded); else ``repack``. Schedule: split-K when
     :func:`choose_splits` says s > 1 and there are at least ``MIN_SPLIT_KTILES`` k-tiles
     (reduction "fused" or "twopass" by :func:`fused_is_cheaper` if ``deterministic``, else
     "atomic"), else stream-K when
@@ -291,12 +292,19 @@ def plan(M: int, N: int, K: int, *, aligned: bool, sms: int, cfg: dict = CFG,
         one_wave = tiles(M, N, cfg) <= sms
         # the narrow tile repacks: padding (its C copied back too) ran slower on every unaligned
         # tall-skinny shape tried (H100, 2026-12-06: 30000 x 64 x 1002 0.44 against 0.49 of cuBLAS)
-        full = not one_wave and sched["schedule"] == "dp" and tile_use(M, N, cfg) >= MIN_TILE_USE and tile == "wide"
+        # padding's gain is a kernel with no M or N edge to guard; with both tile multiples
+        # there is none to remove, and it would still copy C back (H200 record of cb44f6119626:
+        # 8192 x 8192 x 1002 and x 4093 ran 17 % and 8 % slower padded than repacked)
+        edge = M % cfg["BM"] != 0 or N % cfg["BN"] != 0
+        full = (not one_wave and sched["schedule"] == "dp" and tile_use(M, N, cfg) >= MIN_TILE_USE
+                and tile == "wide" and edge)
         ops = "regs" if (kt <= REGS_MAX_KTILES and one_wave) else "padding" if full else "repack"
         why_o = {"regs": f"unaligned rows, {counted(kt, 'k-tile')} in one wave: loads through registers, no copy",
                  "padding": "unaligned rows, more than a wave of well-used tiles: A and B padded to tile "
                             "multiples (no guard fires), C copied back",
-                 "repack": "unaligned rows: A and B repacked to 16-byte rows"}[ops]
+                 "repack": "unaligned rows: A and B repacked to 16-byte rows" if edge or one_wave else
+                           f"unaligned rows, M and N multiples of the {cfg['BM']} x {cfg['BN']} tile (no edge "
+                           "for padding to remove): A and B repacked to 16-byte rows"}[ops]
     return Plan(operands=ops, reason=f"{why_o}; {why}", tile=tile, **sched)
 
 
