@@ -42,17 +42,18 @@ os.environ["GEMM_BOOK_BATCH"] = "1"              # it writes the static book's o
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
+from helpers.figures import show  # noqa: E402  (its LISTING_CELL: what a listing cell is)
+
 TAGS = ("remove-cell", "model-only")
 MEASURING = re.compile(r"\b(bench\.|show_timings|measure\(|running\(|show_sweep|live_slider|profile)")
 
 
-LISTING = re.compile(r'show\.source\("([^"]+)"(?:, "([^"]+)")?(, folded=True)?\)\s*')
 
 
 def _rendered(cell) -> bool:
     if cell.cell_type == "code" and cell.source.lstrip().startswith("exercises.check("):
         return True
-    if cell.cell_type == "code" and LISTING.fullmatch(cell.source):
+    if cell.cell_type == "code" and show.LISTING_CELL.fullmatch(cell.source):
         return True
     tags = cell.get("metadata", {}).get("tags", [])
     if cell.cell_type != "code" or not any(t in tags for t in TAGS):

@@ -262,13 +262,11 @@ def test_committed_kernel_listings_match_the_kernel_files():
     """A committed notebook's show.source output is the file as it is now: a
     kernel edited after the notebooks were executed shows up here."""
     import glob
-    import re
     from pathlib import Path
     stale = []
     for f in sorted(glob.glob(str(Path(__file__).resolve().parent.parent / "book" / "*.ipynb"))):
         for c in json.load(open(f))["cells"]:
-            m = re.fullmatch(r'show\.source\("([^"]+)"(?:, "([^"]+)")?(, folded=True)?\)\s*',
-                             "".join(c["source"]))
+            m = show.LISTING_CELL.fullmatch("".join(c["source"]))
             if c["cell_type"] == "code" and m and c.get("outputs"):
                 got = "".join(c["outputs"][0]["data"]["text/markdown"])
                 if got != show.source_markdown(m.group(1), m.group(2), folded=bool(m.group(3))):

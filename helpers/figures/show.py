@@ -235,6 +235,10 @@ def local_includes(file: str) -> list[str]:
 # A listing longer than this many lines is shown folded (:func:`source`).
 OPEN_LINES = 60
 
+# A notebook cell that is exactly one :func:`source` call (groups: file, entry, folded);
+# scripts/render_record_cells.py re-renders such cells, and a test checks them against the files.
+LISTING_CELL = re.compile(r'show\.source\("([^"]+)"(?:, "([^"]+)")?(, folded=True)?\)\s*')
+
 
 def source_markdown(file: str, entry: str | None = None, folded: bool = False) -> str:
     """The Markdown :func:`source` displays (exposed for tests); ``folded``: a
