@@ -1,7 +1,9 @@
 """Layer 1: unit tests of helpers/ that need no GPU."""
 import json
+import time
 
 import numpy as np
+
 import pytest
 
 from helpers.figures import show
@@ -127,7 +129,7 @@ def test_flop_and_byte_counts():
     assert roofline.intensity_min(4096, 4096, 4096) == pytest.approx(2 * 4096 ** 3 / (3 * 4096 ** 2 * 4))
 
 
-def test_time_pair_alternates_and_takes_medians_over_rounds():
+def test_time_pair_alternates_and_takes_medians_over_rounds(monkeypatch):
     calls = []
     def fake_timer(fn, *, warmup, budget_ms, min_repeat, max_repeat):
         calls.append((fn, warmup))
@@ -135,6 +137,7 @@ def test_time_pair_alternates_and_takes_medians_over_rounds():
         drift = 1 + 0.1 * ((len(calls) - 1) // 2)  # the GPU slows down round after round
         ts = [base * drift] * 3
         return {"ms": ts[0], "all": ts, "n": 3}
+    monkeypatch.setitem(timing._LAST, "end", time.perf_counter())     # a timing just ended: no pre-heat
     t = timing.time_pair(lambda: 2.0, lambda: 1.0, rounds=3, budget_ms=90, timer=fake_timer)
     # reference first in every round, then the kernel; warm-up 3 only in the first round
     assert [w for _, w in calls] == [3, 3, 1, 1, 1, 1]
@@ -146,6 +149,24 @@ def test_time_pair_alternates_and_takes_medians_over_rounds():
     assert t["ratio"] == pytest.approx(t["ref_ms"] / t["ms"])
     with pytest.raises(ValueError, match="rounds=0"):
         timing.time_pair(lambda: 1.0, lambda: 1.0, rounds=0, timer=fake_timer)
+
+
+@pytest.mark.parametrize("idle_s, preheats", [(None, True), (2 * timing.IDLE_S, True), (0.0, False)])
+def test_time_pair_preheats_with_the_reference_only_after_an_idle_gap(monkeypatch, idle_s, preheats):
+    """After an idle gap the board's first tens of ms run fast (timing.py's note): the reference
+    runs untimed for PREHEAT_MS first, so round 1's reference does not get that clock alone."""
+    calls = []
+    def fake_timer(fn, *, warmup, budget_ms, min_repeat, max_repeat):
+        calls.append((fn(), budget_ms))
+        return {"ms": fn(), "all": [fn()] * 3, "n": 3}
+    end = None if idle_s is None else time.perf_counter() - idle_s
+    monkeypatch.setitem(timing._LAST, "end", end)
+    timing.time_pair(lambda: 2.0, lambda: 1.0, rounds=2, budget_ms=40, timer=fake_timer)
+    first = [(1.0, timing.PREHEAT_MS)] if preheats else []
+    assert calls == first + [(1.0, 20.0), (2.0, 20.0)] * 2
+    calls.clear()
+    timing.time_pair(lambda: 2.0, lambda: 1.0, rounds=2, budget_ms=40, timer=fake_timer)
+    assert calls == [(1.0, 20.0), (2.0, 20.0)] * 2          # straight after another: no pre-heat
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, True, "3"])

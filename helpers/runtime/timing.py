@@ -74,6 +74,17 @@ def check_rounds(rounds) -> None:
         raise ValueError(f"rounds={rounds!r}: must be an integer >= 1")
 
 
+# After an idle gap the board runs its first tens of ms of work fast, then settles under its
+# power cap. On the H200 of this book (2026-12-07; 4096^3 fp16, blocks of 100 calls, about 20 ms
+# each), after 3 s idle: cuBLAS 754 TFLOP/s in the first block and 738-751 in the third, the
+# rung-5 kernel 741-743 in the second, then 683-691 and from about 85 ms on 657-688, as after 8 s
+# of load (632-656) (notes/record_2026-12-07h/pair_drift_h200.json). So time_pair first runs the
+# reference, untimed, for PREHEAT_MS when no timing ended in the last IDLE_S seconds.
+IDLE_S = 0.5
+PREHEAT_MS = 100.0
+_LAST = {"end": None}          # time.perf_counter() when the last time_pair returned
+
+
 def time_pair(fn, ref, *, rounds: int = 3, budget_ms: float = 400.0, min_repeat: int = 2,
               max_repeat: int = 100, timer=None) -> dict:
     """Time ``fn`` and its reference ``ref`` in ``rounds`` alternating rounds.
@@ -85,6 +96,10 @@ def time_pair(fn, ref, *, rounds: int = 3, budget_ms: float = 400.0, min_repeat:
     (cold, fast) and a kernel timed later (hot, slow) would bias the ratio.
     Seen on the H200 of this book (2026-11-29): whichever of two variants ran
     first on an idle GPU measured 5-15 % faster (notes/mma_sync_tuning.md).
+    For the same reason, when no time_pair ended in the last :data:`IDLE_S`
+    seconds, ``ref`` first runs untimed for about :data:`PREHEAT_MS` (a call of
+    ``timer`` whose result is dropped), so that round 1's reference does not
+    get the clock an idle board starts with and round 1's kernel does not.
 
     Returns ``{"ms", "ref_ms"}`` (medians over every timed call of every
     round), ``"ratio"`` = ref_ms / ms (the speed ratio of fn to ref; > 1:
@@ -95,6 +110,8 @@ def time_pair(fn, ref, *, rounds: int = 3, budget_ms: float = 400.0, min_repeat:
     """
     check_rounds(rounds)
     timer = timer or time_ms
+    if _LAST["end"] is None or time.perf_counter() - _LAST["end"] > IDLE_S:
+        timer(ref, warmup=1, budget_ms=PREHEAT_MS, min_repeat=1, max_repeat=5000)
     per = budget_ms / rounds
     samples, ref_samples, per_round = [], [], []
     for r in range(rounds):
@@ -105,6 +122,7 @@ def time_pair(fn, ref, *, rounds: int = 3, budget_ms: float = 400.0, min_repeat:
         samples += tf["all"]
         per_round.append((tf["ms"], tr["ms"]))
     ms, ref_ms = statistics.median(samples), statistics.median(ref_samples)
+    _LAST["end"] = time.perf_counter()
     return {"ms": ms, "ref_ms": ref_ms, "ratio": ref_ms / ms, "n": len(samples),
             "ref_n": len(ref_samples), "rounds": per_round}
 
