@@ -14,11 +14,11 @@ if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   echo "NOT an H200: $(nvidia-smi --query-gpu=name --format=csv,noheader); records skipped, tests only"
   if [ -n "${IF_H100:-}" ]; then set -- $IF_H100; echo "IF_H100: running $* instead"
   elif [ -n "${ONLY_H200:-}" ]; then echo "ONLY_H200: stopping"; exit 3; fi
-  set -- $(for s in "$@"; do case $s in pre|pre9|pre27|t_any|ncuspread|san|san9|sanex|host|extra|t_ex|nbval|fusedab|nbsub|fp8ahead|fp8scales|fp8quick|fp8san|hostgraph) echo $s;; esac; done)
+  set -- $(for s in "$@"; do case $s in pre|pre9|pre27|t_any|ncuspread|san|san9|sanex|host|extra|t_ex|nbval|fusedab|nbsub|fp8ahead|fp8scales|fp8quick|fp8san|hostgraph|graph1) echo $s;; esac; done)
 fi
 SAN="compute-sanitizer --report-api-errors no --error-exitcode 1 --print-limit 20"
 declare -A EST=([pre]=120 [t_any]=90 [san]=170 [san9]=150 [results]=170 [anyshape]=160 [fp8]=55 [exercises]=105
-  [ladder]=10 [pitfalls]=25 [flags]=70 [ncu]=120 [t_ex]=150 [execute]=310 [nbval]=200 [fp8ahead]=300 [fp8scales]=320 [fp8quick]=60 [fp8san]=60 [hostgraph]=100 [sanex]=30 [host]=40 [extra]=60 [ncuc]=35 [fusedab]=60 [nbsub]=120 [tuning]=200 [pre9]=60 [ex910]=130 [ex11]=60 [pre27]=80 [ex27]=190 [nb27]=120 [ncuspread]=70 [drift]=60)
+  [ladder]=10 [pitfalls]=25 [flags]=70 [ncu]=120 [t_ex]=150 [execute]=310 [nbval]=200 [fp8ahead]=300 [fp8scales]=320 [fp8quick]=60 [fp8san]=60 [hostgraph]=100 [sanex]=30 [host]=40 [extra]=60 [ncuc]=35 [fusedab]=60 [nbsub]=120 [tuning]=200 [pre9]=60 [ex910]=130 [ex11]=60 [pre27]=80 [ex27]=190 [nb27]=120 [ncuspread]=70 [drift]=60 [graph1]=70)
 pack() { cp results/*.json $REC/ 2>/dev/null; tar czf $OUT/rec.tgz -C $REC logs $(cd $REC && ls *.json 2>/dev/null) done 2>/dev/null; cp $REC/done $OUT/summary.txt; }
 run() { local name=$1; shift; local t=$(date +%s)
   "$@" >$REC/logs/$name.log 2>&1; local rc=$?
@@ -65,6 +65,7 @@ for s in "$@"; do
     fusedab) run fusedab python3 .gpu/fusedab.py ;;
     ncuspread) run ncuspread python3 .gpu/ncu_spread.py $OUT/ncu_spread.json 3 ;;
     drift) run drift python3 .gpu/pair_drift.py $OUT/pair_drift.json ;;
+    graph1) run graph1 python3 .gpu/graph_one.py $OUT/graph_one.json ;;
     fp8ahead) run fp8ahead bash .gpu/fp8ahead.sh ;;
     fp8scales) run fp8scales bash .gpu/fp8scales.sh ;;
     hostgraph) run hostgraph bash -c 'python3 .gpu/host_graph.py $OUT/host_graph.json; python3 -m pytest -q -p no:cacheprovider -o addopts="" tests/test_any_shape_calls.py tests/gpu/test_any_shape_gpu.py -k "packed or graph"' ;;
