@@ -326,6 +326,9 @@ def test_a_live_caption_names_the_gpu_the_date_and_the_commit(monkeypatch):
     monkeypatch.setenv("GEMM_BOOK_COMMIT", "0123456789ab")
     today = datetime.date.today().isoformat()
     assert results.where(True) == f"measured live in this run on NVIDIA L4, {today}, commit 0123456789ab"
+    # a full 40-digit sha is cut to git's 12 (a caption must fit a phone: no unbreakable 40 digits)
+    monkeypatch.setenv("GEMM_BOOK_COMMIT", "0123456789ab" + "c" * 28)
+    assert results.where(True).endswith(", commit 0123456789ab")
     monkeypatch.setenv("GEMM_BOOK_COMMIT", "")
     monkeypatch.setattr(results.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(OSError("no git")))
     assert results.where(True) == f"measured live in this run on NVIDIA L4, {today}"

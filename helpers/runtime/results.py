@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import re
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -92,7 +93,8 @@ def _commit() -> str:
     """The git commit measured: $GEMM_BOOK_COMMIT if set (a copy of the tree
     without .git, as on a remote GPU machine), else ``git rev-parse HEAD``."""
     if os.environ.get("GEMM_BOOK_COMMIT"):
-        return os.environ["GEMM_BOOK_COMMIT"]
+        c = os.environ["GEMM_BOOK_COMMIT"].strip()
+        return c[:12] if re.fullmatch(r"[0-9a-f]{13,40}", c) else c     # 12 hex digits, as git's path
     try:
         return subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True,
                               text=True, cwd=RESULTS_DIR.parent, timeout=5).stdout.strip() or "unknown"
