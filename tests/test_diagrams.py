@@ -483,9 +483,15 @@ def test_restyle_moves_the_roofline_key_and_unsquares_worded_cells_layout_only()
     key = dict(xref="paper", yref="paper", x=0, y=-0.2, showarrow=False, font=dict(size=10),
                text="diamond: measured DRAM traffic (ncu); filled circle: what the loads request")
     fig = {"data": [{"type": "heatmap", "z": [[0, 1], [2, 3]], "texttemplate": "lane %{z}"},
-                    {"type": "heatmap", "z": [[0, 1]], "texttemplate": "%{z}", "xaxis": "x2", "yaxis": "y2"}],
+                    {"type": "heatmap", "z": [[0, 1]], "texttemplate": "%{z}", "xaxis": "x2", "yaxis": "y2"},
+                    # words in the text the template shows (chapter 9's zoo: a plan and its ratio)
+                    {"type": "heatmap", "z": [[0, 1]], "texttemplate": "%{text}", "xaxis": "x3", "yaxis": "y3",
+                     "text": [["dir+sK2<br>1.69 ★", "hop<br>0.98"]]},
+                    {"type": "heatmap", "z": [[0, 1]], "texttemplate": "%{text}", "xaxis": "x4", "yaxis": "y4",
+                     "text": [["1.69<br>x2", "0.98"]]}],
            "layout": {"annotations": [key], "margin": {"b": 80},
-                      "yaxis": {"scaleanchor": "x", "constrain": "domain"}, "xaxis": {"constrain": "domain"}}}
+                      "yaxis": {"scaleanchor": "x", "constrain": "domain"}, "xaxis": {"constrain": "domain"},
+                      "yaxis3": {"scaleanchor": "x3", "constrain": "domain"}, "xaxis3": {"constrain": "domain"}}}
     data = {restyle_figures.PLOTLY_MIME: fig}
     traces = copy.deepcopy(fig["data"])
     assert restyle_figures.restyle_output(data)
@@ -493,5 +499,6 @@ def test_restyle_moves_the_roofline_key_and_unsquares_worded_cells_layout_only()
     a = lay["annotations"][0]
     assert (a["y"], a["yanchor"], a["xanchor"]) == (1, "bottom", "left") and lay["margin"]["b"] == 50
     assert "scaleanchor" not in lay["yaxis"] and lay["yaxis2"]["scaleanchor"] == "x2"
+    assert "scaleanchor" not in lay["yaxis3"] and lay["yaxis4"]["scaleanchor"] == "x4"
     assert data[restyle_figures.PLOTLY_MIME]["data"] == traces
     assert not restyle_figures.restyle_output(data)          # idempotent

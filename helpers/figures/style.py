@@ -320,9 +320,19 @@ def _title_text(t) -> str:
 
 
 def _worded_cells(tr: dict) -> bool:
-    """A heatmap whose cell text has words besides its values (``"lane %{z}"``)."""
+    """A heatmap whose cell text has words besides its values: in its template
+    (``"lane %{z}"``), or in the ``text`` its template shows (``"%{text}"`` with cells like
+    ``"dir+sK2<br>1.69 ★"``, a plan's name and its ratio)."""
     tt = tr.get("texttemplate")
-    return isinstance(tt, str) and bool(re.search(r"[A-Za-z]{2,}", re.sub(r"%\{[^}]*\}", "", tt)))
+    if not isinstance(tt, str):
+        return False
+    if re.search(r"[A-Za-z]{2,}", re.sub(r"%\{[^}]*\}", "", tt)):
+        return True
+    text = tr.get("text")
+    if "%{text}" not in tt or not isinstance(text, (list, tuple)):
+        return False
+    cells = (c for row in text for c in (row if isinstance(row, (list, tuple)) else [row]))
+    return any(isinstance(c, str) and re.search(r"[A-Za-z]{2,}", re.sub(r"<[^>]*>", "", c)) for c in cells)
 
 
 def polish(fig: dict) -> dict:
