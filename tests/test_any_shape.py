@@ -232,3 +232,29 @@ def test_padding_only_where_it_removes_an_edge():
         assert p.operands == "repack" and "no edge for padding to remove" in p.reason
     assert m.plan(4093, 4093, 4093, aligned=False, sms=132).operands == "padding"
     assert m.plan(8192, 8191, 1002, aligned=False, sms=132).operands == "padding"
+
+
+def test_zoo_cells_name_plans_short_enough_for_a_phone():
+    """Every plan name of the record fits a zoo cell (at most 9 characters: the cells are about
+    48 px wide at 412 px) and each short form's pieces are in the key the pages show."""
+    from helpers.figures import anyshape as fig
+    assert fig._short("repack, 128 x 64 tiles") == "rep64"
+    assert fig._short("direct + split-K 8 (fused)") == "dir+sK8"
+    assert fig._short("hopper + split-K 16 (twopass)") == "hop+sK16"
+    doc = results.artifact("anyshape") or {}
+    plans = {r["plan"] for sec in ("zoo", "end_to_end", "end_to_end_hopper") for r in doc.get(sec, [])}
+    long = [p for p in plans if len(fig._short(p)) > 9]
+    assert not long, long
+    for piece in ("dir", "rep", "pad", "regs", "hop", "64", "+sK", "+stK"):
+        assert piece in fig.SHORT_KEY
+
+
+def test_pages_with_a_zoo_figure_give_the_key_to_its_short_plan_names():
+    import json
+    from pathlib import Path
+    from helpers.figures import anyshape as fig
+    book = Path(__file__).resolve().parent.parent / "book"
+    for page in ("09_any_shape.ipynb", "10_hopper.ipynb"):
+        md = "".join("".join(c["source"]) for c in json.loads((book / page).read_text())["cells"]
+                     if c["cell_type"] == "markdown")
+        assert fig.SHORT_KEY in md, page

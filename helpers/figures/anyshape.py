@@ -107,8 +107,15 @@ def wave_figure(data: dict, where: str):
     return fig
 
 
+# What a zoo cell's short plan name means (the pages give this key beside the figures).
+SHORT_KEY = ("dir: A and B read in place; rep: repacked; pad: padded; regs: through registers; "
+             "hop: chapter 10's kernel; 64: the 128 x 64 tile; +sK8: split-K into 8; +stK: stream-K")
+
+
 def _short(plan: str) -> str:
-    return (plan.replace("direct", "dir").replace("repack", "rep").replace(" + split-K ", "+sK").replace(" (twopass)", "").replace(" (fused)", "")
+    """A plan's name short enough for a zoo cell on a phone (:data:`SHORT_KEY`):
+    "repack, 128 x 64 tiles" -> "rep64", "direct + split-K 8 (fused)" -> "dir+sK8"."""
+    return (plan.replace(", 128 x 64 tiles", "64").replace("direct", "dir").replace("repack", "rep").replace(" + split-K ", "+sK").replace(" (twopass)", "").replace(" (fused)", "")
             .replace(" (atomic)", "a").replace(" + stream-K (hybrid2)", "+stK").replace("padding", "pad").replace("hopper", "hop"))
 
 
