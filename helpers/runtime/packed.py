@@ -32,7 +32,7 @@ from . import gpu
 
 PATH = {"launch": None, "why": None}     # "graph", "packed" or "cupy", and why not packed (or no graphs)
 _STATE = {"on": True, "cu": None, "tried": False, "graphs": True}
-GRAPH_MIN_STEPS = 2                      # a plan of one launch gains nothing from a graph
+GRAPH_MIN_STEPS = 1                      # even one launch replays faster as a graph (no pointers to write)
 GRAPHS_KEPT = 2                          # graphs kept per prepared plan (sets of the caller's pointers)
 _STREAMS: dict = {}                      # stream pointer -> cu.CUstream
 
