@@ -17,10 +17,14 @@ from helpers.runtime import anyshape, bench, catalog, compile as kc, gpu, launch
 from helpers.runtime.catalog import Kernel, register
 from helpers.runtime.checks import multiple_of
 
+from .common import Sentence
+
 FILE = "10_hopper.cu"
 BK, BN = 64, 256                  # fixed by the kernel (static_asserts): one 128-byte swizzle row of K, wgmma n256
 SM90A = ("-arch=sm_90a",)         # wgmma and setmaxnreg exist only in sm_90a machine code
 H200_SMS = 132                    # the recorded GPU's SM count (persistent grids without a GPU here)
+STEP_NOISE = 0.03                 # a rung-to-rung change of the ratio smaller than this is within the
+                                  # spread between runs (the book's "a few hundredths", chapter 0)
 
 
 def _ws(p) -> bool:
@@ -326,6 +330,14 @@ def show_refusals(shape=(4096, 4096, 4096)) -> None:
 
 
 # ------------------------------------------------------------------ numbers the prose quotes (MyST-NB glue)
+def step_words(a: float, b: float) -> Sentence:
+    """How the prose names a step of the ratio to cuBLAS from ``a`` to ``b`` (fractions): within
+    the noise between runs when it moves by less than :data:`STEP_NOISE`, else a gain or a loss."""
+    if abs(b - a) < STEP_NOISE:
+        return Sentence("a difference within the noise between runs")
+    return Sentence("a gain beyond the noise between runs" if b > a else "a loss beyond the noise between runs")
+
+
 def prose_values(shape=(4096, 4096, 4096)) -> dict:
     """Every measured number chapter 10's prose quotes, from the records only: each rung's ratio
     to cuBLAS at ``shape`` and at 8192^3 in both dtypes (results/<gpu>.json: ``r{n}_f16``,
@@ -333,7 +345,10 @@ def prose_values(shape=(4096, 4096, 4096)) -> dict:
     rung 2's control (``r2c1_f16``, ``r2c1_bf16``: CONSUMERS=1), the Nsight Compute counters of the ladder
     and of the control (results/<gpu>-hopper.json, bf16: ``r{n}_read_mb``, ``r2c1_read_mb`` DRAM reads in MB, ``r{n}_tensor`` tensor pipe
     active in %), chapter 7's mma-only ceiling (``probe_top``, extras.mma_sync_probes, fp16) and
-    the pipeline model's load time (``pipe_t_load``, k-tiles). KeyError when a record is missing."""
+    the pipeline model's load time (``pipe_t_load``, k-tiles), and the words for three steps of the
+    fp16 ladder (``step_r2c1_r2``, ``step_r2_r3``, ``step_r3_r4``: :func:`step_words`;
+    ``cluster_reading``: what rung 4's fewer DRAM reads and its step say). KeyError when a record is
+    missing."""
     out = {"pipe_t_load": PIPE_T_LOAD}
     for i, rung in enumerate(LADDER, 1):
         for dt, sfx in (("float16", "f16"), ("bfloat16", "bf16")):
@@ -357,5 +372,14 @@ def prose_values(shape=(4096, 4096, 4096)) -> dict:
         out[f"{tag}_read_mb"] = r["measured"]["dram__bytes_read.sum"] / 1e6
         out[f"{tag}_tensor"] = r["measured"][PIPE]
     out["r1_read_x"] = out["r1_read_mb"] / out["r2_read_mb"]
+    for a, b in (("r2c1", "r2"), ("r2", "r3"), ("r3", "r4")):
+        out[f"step_{a}_{b}"] = step_words(out[f"{a}_f16"], out[f"{b}_f16"])
+    d = out["r4_f16"] - out["r3_f16"]
+    out["cluster_reading"] = Sentence(
+        "fewer bytes read and no gain beyond the noise: DRAM traffic was not what held rung 3 back"
+        if abs(d) < STEP_NOISE else
+        "fewer bytes read and a gain beyond the noise: DRAM traffic held rung 3 back in part" if d > 0 else
+        "fewer bytes read and yet a loss beyond the noise: what the cluster costs (two blocks wait for "
+        "each other's tiles) outweighed what it saved, a reading not timed apart here")
     out["probe_top"] = results.load()["extras"]["mma_sync_probes"]["float16"]["rows"][-1]["ratio"]
     return out

@@ -274,9 +274,10 @@ def _label(r) -> str:
     return lab + (" (vs cuBLAS bf16)" if "bf16" in r.get("reference", "") else "")
 
 
-def speed_runs(shape=(4096, 4096, 4096), rounds: int = 3) -> list:
+def speed_runs(shape=(4096, 4096, 4096), rounds: int = 5) -> list:
     """Rungs 1 and 2 measured live at ``shape`` on an sm_90 GPU (against cuBLASLt FP8 when torch
-    imports, else cuBLAS bf16), or every recorded run; each record gains ``label``."""
+    imports, else cuBLAS bf16; ``rounds``: as many as the record's, scripts/record_fp8.py), or every
+    recorded run; each record gains ``label``."""
     if _sm90():
         t, b = rt.inputs(shape, "tensor"), rt.inputs(shape, "block")
         recs = [measure("fp8_r1_tensor", t, rounds), measure("fp8_r2_block", b, rounds)]

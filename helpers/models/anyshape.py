@@ -47,10 +47,12 @@ PROLOGUE_KTILES = 4         # pipeline fill + epilogue of one block, in k-tiles 
 # tile's partials alone, through L2: cheap for a thin tile (a GEMV row), slow for a full
 # 128 x 256 tile of many splits, where the two-pass kernel spreads the reads over every SM.
 FUSED_SM_BPS = 1.0e11       # one SM reading partials from L2, bytes/s: an estimate, not yet measured
-# The row limit read off the control that times both reductions at the same split count
-# (results/h200-anyshape.json, section "reductions"): with 1 and 16 rows the one-launch sum ran
-# faster than the two-pass one on both loops (1.14-1.47x); with 128 rows and more it was slower
-# on every shape and loop tried. The bandwidth test above alone chose it on 128-row tiles too.
+# The row limit read off the control that times both reductions at the same split count,
+# kernel-only (results/h200-anyshape.json, section "reductions"): in the record of d59a3f5 the
+# one-launch sum ran at 0.83-1.02 of the two-pass speed with 1 and 16 rows, and at 0.33-0.90 with
+# 128 rows and more, on both loops; what it saves, a launch, is host time the end-to-end zoo times
+# (an earlier record had it 1.14-1.47x faster at 1 and 16 rows). The bandwidth test above alone
+# chose it on 128-row tiles too.
 # One limit for both loops: a per-loop limit (1 row on wgmma, from one run's 0.94 at 16 rows)
 # was recorded once and lost at 16 rows end to end (notes/session_2026-12-06c.md).
 FUSED_MAX_M = 16            # the one-launch sum only where C has at most this many rows
