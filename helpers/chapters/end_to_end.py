@@ -173,10 +173,13 @@ def show_end_to_end(section: str = "end_to_end", host: bool = True) -> None:
     who = "with chapter 10's kernel" if "hopper" in section else "chapter 9's kernels only"
     show.figure(fig.end_to_end_figure(rows, f"{who}; {where}"))
     print(summary(rows))
-    show.table(rows, {"label": "shape", "M": "M", "N": "N", "K": "K", "plan": "auto's plan",
-                      "ratio": "gemm() / cuBLAS", "kernel ratio": "run() / cuBLAS", "ms": "gemm() ms",
-                      "kernel ms": "run() ms", "host share": "host share",
-                      "best plan": "fastest strategy", "best ratio": "its ratio"},
+    shaped = [{**r, "shape": f"{r['M']} x {r['N']} x {r['K']}",      # the shape first (it stays on screen
+               "GEMM": "" if r["label"] == f"{r['M']} x {r['N']} x {r['K']}" else r["label"]}   # on a phone)
+              for r in rows]
+    show.table(shaped, {"shape": "M x N x K", "plan": "auto's plan",
+                        "ratio": "gemm() / cuBLAS", "kernel ratio": "run() / cuBLAS", "ms": "gemm() ms",
+                        "kernel ms": "run() ms", "host share": "host share",
+                        "best plan": "fastest strategy", "best ratio": "its ratio", "GEMM": "LLM GEMM"},
                f"gemm(A, B, out=C) timed as a reader calls it (CUDA events around each call, alternating with "
                f"cupy.matmul) beside the same plan pre-planned (run()); host share = 1 - run() ms / gemm() ms, "
                f"from the two times (0 where run() timed slower). The two ratios divide by separate cuBLAS "

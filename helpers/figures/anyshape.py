@@ -101,7 +101,8 @@ def wave_figure(data: dict, where: str):
                                      line=dict(color=GROUP_COLORS[5], dash="dot")), row=1, col=2, secondary_y=True)
         fig.update_xaxes(title_text="busy SMs b", row=1, col=2)
         fig.update_yaxes(title_text="ms", rangemode="tozero", row=1, col=2)
-        fig.update_yaxes(title_text="MHz", secondary_y=True, row=1, col=2)
+        fig.update_yaxes(title_text="MHz", secondary_y=True, row=1, col=2, tickmode="linear", tick0=0, dtick=500,
+                         showgrid=False)        # round clock ticks, not ones synced to the ms axis
     fig.update_layout(title=_title(f"Wave quantization, M x {data['N']} x {data['K']} {data['dtype']}", where),
                       height=440, legend=dict(orientation="h", y=-0.3), margin=dict(l=50, r=50, t=90, b=90))
     return fig

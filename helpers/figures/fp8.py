@@ -77,6 +77,10 @@ ACC_SERIES = (("promote_0", "fp8, no promotion"), ("promote_4", "fp8, promoted e
               ("promote_2", "fp8, every 2"), ("promote_1", "fp8, every k-tile"),
               ("block", "fp8 block scales (promoted every k-tile)"),
               ("bf16_tensor", "cuBLAS bf16, C stored in bf16 (same inputs)"))
+# One dash and one marker per series: promoted every k-tile and block-scaled can give the same
+# error, and a later line would hide an earlier one drawn alike.
+ACC_DASH = ("solid", "dash", "dashdot", "solid", "dot", "longdash")
+ACC_SYMBOL = ("circle", "square", "diamond", "circle-open", "x", "triangle-up")
 
 
 def accuracy_figure(rows: list, where: str, dist: str = "positive"):
@@ -88,7 +92,8 @@ def accuracy_figure(rows: list, where: str, dist: str = "positive"):
         if not rows or k not in rows[0]:
             continue
         fig.add_trace(go.Scatter(x=[r["K"] for r in rows], y=[r[k] for r in rows], mode="lines+markers", name=lab,
-                                 line=dict(color=GROUP_COLORS[i], dash="dot" if k.startswith("bf16") else "solid"),
+                                 line=dict(color=GROUP_COLORS[i], dash=ACC_DASH[i]),
+                                 marker=dict(symbol=ACC_SYMBOL[i], size=11 - i),   # equal values stay visible
                                  hovertemplate=f"{lab}<br>K %{{x}}<br>relative error %{{y:.3g}}<extra></extra>"))
     m = f"{rows[0]['M']} x {rows[0]['N']}" if rows else ""
     fig.update_xaxes(title_text="K", type="log")
