@@ -31,9 +31,9 @@ SHAPE = (4096, 4096, 4096)
 
 # Heaven N -> why heaven N+1 does not take the step heaven N's diagnosis names.
 EXCUSES = {
-    2: "vec4 is bound by L1 traffic with DRAM nearly idle: the GPU's caches already serve the "
-       "re-reads that a shared-memory tile would save, so the table asks for more reuse per L1 "
-       "load (register tiles, heavens 4-5). The book takes shared-memory tiling first because "
+    2: "The panel reads vec4 as bound by L1 traffic with DRAM nearly idle; the likely reason, which no "
+       "profile here takes L1 away to show, is that the GPU's caches already serve the re-reads that a "
+       "shared-memory tile would save. So the table asks for more reuse per L1 load (register tiles, heavens 4-5). The book takes shared-memory tiling first because "
        "register and warp tiles are built on it; on this GPU the plain 32 x 32 tile of heaven 3 "
        "is slower than heaven 2 and moves more DRAM traffic; that its blocks share less through the L2 is "
        "a likely reading, not measured apart.",

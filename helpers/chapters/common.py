@@ -79,7 +79,7 @@ def tc_rules(p, s):
         (BM % WM == 0, "WM", WM, f"must divide BM={BM} (warp tiles tile the block tile)"),
         (BN % WN == 0, "WN", WN, f"must divide BN={BN} (warp tiles tile the block tile)"),
         (t in (128, 256), "threads per block", t,
-         f"must be 128 or 256 (BM/WM x BN/WN = {warps} warps; a 64x64 warp tile holds 128 fp32 "
+         f"must be 128 or 256 (BM/WM x BN/WN = {warps} warp{'' if warps == 1 else 's'}; a 64x64 warp tile holds 128 fp32 "
          "accumulators per thread, ~230 registers: at most 256 threads fit the 65536 registers of an SM)"),
         (t == 0 or (BM * BK // 8) % t == 0, "BM*BK/8", BM * BK // 8,
          f"16-byte chunks of the A tile must spread evenly over the {t} threads"),
@@ -130,11 +130,11 @@ def banner() -> None:
     rec = f"recorded on {results.describe(data['provenance'], data)}"
     if gpu.live():
         info = gpu.device_info()
-        text = (f"**Live mode.** Kernels are compiled and measured on this machine's "
-                f"{info['name']} (sm_{info['cc'][0]}{info['cc'][1]}, {info['sms']} SMs). Every speed "
-                "measured here is compared with a reference timed in the same run; tables and figures "
-                "whose caption says *recorded* (the running table of heavens, Nsight Compute panels, "
-                "exercise checks in the built book) are read from the record instead, and say which run.")
+        text = (f"**Live.** This page was run on {results.live_label()} (sm_{info['cc'][0]}{info['cc'][1]}, "
+                f"{info['sms']} SMs): its kernels were compiled and measured there, each speed against a "
+                "reference timed in the same run. The numbers quoted in the prose, and the tables and figures "
+                "whose caption says *recorded* (the running table of heavens, Nsight Compute panels, exercise "
+                "checks in the built book), are read from the record instead, and say which run.")
         if t.get("simulated") or any(v != "all" for v in runs_here().values()):
             text += (f" Deciding as {gpu.describe_target(t)}: {runs_here_line()}; a kernel this GPU cannot "
                      f"run shows the numbers {rec}, labelled with what it needs.")
@@ -469,7 +469,7 @@ def show_staircase(interactive: bool = False) -> list:
     else:
         show.static_figure(staircase_fig.staircase_html(recs, roofline.ceilings()),
                            f"<{staircase_fig.TITLE}: SVG>")
-    rows = heaven_steps.step_rows(recs, wmma_key=HEADLINE[6])
+    rows = heaven_steps.step_rows(recs, wmma_key=HEADLINE[6], fp32_key=HEADLINE[5])
     show.table(rows, ["heaven", "limited before by", "this step", "ratio to cuBLAS"],
                f"Ratios at 4096^3 against cuBLAS of the kernel's dtype (heaven 8 adds no kernel); {bench.where(recs)}.")
     return recs

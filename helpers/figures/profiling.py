@@ -40,10 +40,14 @@ def panel_row(run: dict) -> dict:
 
 
 def show_panels(runs: list, where: str) -> None:
-    """The panels as one table, one row per kernel."""
-    show.table([panel_row(r) for r in runs], PANEL_COLUMNS,
-               "Nsight Compute panel of each heaven's headline kernel at its default configuration, "
-               f"one launch each, {where}. % are of the unit's peak over the launch; stalls are the "
+    """The panels as one table, one row per kernel (no heaven column when no run names one)."""
+    rows = [panel_row(r) for r in runs]
+    cols = PANEL_COLUMNS if any(r["heaven"] is not None for r in rows) else \
+        {k: h for k, h in PANEL_COLUMNS.items() if k != "heaven"}
+    what = (f"Nsight Compute panel of {runs[0]['key']} at its default configuration, one launch"
+            if len(runs) == 1 else
+            "Nsight Compute panel of each heaven's headline kernel at its default configuration, one launch each")
+    show.table(rows, cols, f"{what}, {where}. % are of the unit's peak over the launch; stalls are the "
                "WarpStateStats cycles per issued instruction.")
 
 
