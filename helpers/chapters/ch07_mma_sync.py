@@ -222,18 +222,20 @@ def show_probes(shape=(4096, 4096, 4096)) -> None:
             show.note(f"The probe ladder is not recorded yet ({pr_where}); run this notebook on a GPU.",
                       title=f"Probes, {dt}")
             continue
-        probe_rows += [{"dtype": dt, **r} for r in pr["rows"]]
+        probe_rows += [{"dtype": dt, **r, "saves TFLOP/s": None if i == 0 else
+                        round(r["TFLOP/s"] - pr["rows"][i - 1]["TFLOP/s"], 1)} for i, r in enumerate(pr["rows"])]
         if dt == "float16":
             show.figure(probes_fig.probe_figure(pr, title=f"mma.sync fp16 4096^3: leave one stage out ({pr_where})"))
         top, base = pr["rows"][-1]["ratio"], pr["rows"][0]["ratio"]
         print(f"{dt}: the mma instructions alone reach {top:.3f} of cuBLAS; the kernel {base:.3f}, "
               f"{base / top:.0%} of that ceiling. {power.power_note(pr['power'])}")
     if probe_rows:
-        show.table(probe_rows, ["dtype", "probe", "label", "stage", "TFLOP/s", "cuBLAS TFLOP/s", "ratio", "saves"],
+        show.table(probe_rows, ["dtype", "probe", "label", "stage", "TFLOP/s", "cuBLAS TFLOP/s", "ratio", "saves",
+                                ("saves TFLOP/s", "saves (TFLOP/s)")],
                    f"PROBE ladder of 07_mma_sync.cu at its defaults, M = N = K = 4096, each rung timed next to cuBLAS "
                    f"(medians of 3 interleaved rounds); 'saves' is the gain in the ratio to cuBLAS, each rung "
                    f"divided by the cuBLAS of its own rounds, so it can differ in sign from the TFLOP/s columns when "
-                   f"cuBLAS moved between rungs; {pr_where}.")
+                   f"cuBLAS moved between rungs ('saves (TFLOP/s)' is the same step without cuBLAS); {pr_where}.")
 
 
 # ------------------------------------------------------------------ from WMMA to mma.sync, one change at a time
@@ -328,13 +330,16 @@ def ladder_results(dtype: str = "float16", shape=(4096, 4096, 4096)) -> tuple[li
 
 def ladder_rows(recs: list) -> list:
     """Table rows: rung, change, what, TFLOP/s, ratio to cuBLAS, "step" (ratio minus that of
-    the nearest rung above with a value, whose number is "over"; None without a value)."""
+    the nearest rung above with a value, whose number is "over"; None without a value) and
+    "step TFLOP/s" (the same difference in TFLOP/s, which does not move with cuBLAS)."""
     rows, prev = [], None
     for r in recs:
         ratio = r.get("ratio")
         step = None if ratio is None or prev is None else round(ratio - prev["ratio"], 4)
         rows.append({"rung": r["rung"], "change": r["change"], "what": r["what"], "TFLOP/s": r.get("value"),
                      "ratio": ratio, "step": step,
+                     "step TFLOP/s": None if step is None or r.get("value") is None or prev.get("TFLOP/s") is None
+                     else round(r["value"] - prev["TFLOP/s"], 1),
                      "over": None if step is None else prev["rung"],
                      "when": (r.get("recorded") or {}).get("date")})
         prev = rows[-1] if ratio is not None else prev
@@ -349,13 +354,13 @@ def show_ladder(dtype: str = "float16", shape=(4096, 4096, 4096)) -> list:
     show.figure(probes_fig.ladder_figure(rows, f"From WMMA to mma.sync, one change per rung ({dtype}, "
                                                f"{shape[0]}^3)<br><sup>{short}</sup>"))
     cols = ["rung", "change", "TFLOP/s", ("ratio", "ratio to cuBLAS"), ("step", "step (ratio gained)"),
-            ("over", "over rung")]
+            ("step TFLOP/s", "step (TFLOP/s gained)"), ("over", "over rung")]
     if any(r["when"] for r in rows) and len({r["when"] for r in rows if r["when"]}) > 1:
         cols.append(("when", "recorded"))
     show.table(rows, cols, f"Each rung changes one thing from the rung above (hover a bar for what); {dtype}, "
                            f"M = N = K = {shape[0]}; the step is the gain in the ratio to cuBLAS, each rung against "
                            f"the cuBLAS of its own rounds, so a step and the TFLOP/s can disagree in sign when "
-                           f"cuBLAS moved; {where}.")
+                           f"cuBLAS moved (the TFLOP/s step beside it does not move with cuBLAS); {where}.")
     have = [r for r in rows if r["ratio"] is not None]
     if len(have) == len(rows):
         total = rows[-1]["ratio"] - rows[0]["ratio"]
