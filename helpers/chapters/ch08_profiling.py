@@ -25,6 +25,7 @@ from helpers.models import diagnosis, tuning
 from helpers.runtime import bench, catalog, defaults, gpu, launch, panels, results, roofline, tune
 
 from .common import HEADLINE, running
+from .heaven_steps import GLOSSARY
 from .cublas_fp32 import CUBLAS_ARTIFACT, CUBLAS_FIELDS, cublas_rows, show_cublas_fp32  # noqa: F401  (ch8.show_cublas_fp32)
 
 SHAPE = (4096, 4096, 4096)
@@ -46,7 +47,9 @@ EXCUSES = {
     9: "Heaven 9 runs heaven 7's loop and reads the same: no unit saturated, no data wait in the lead, so "
        "the table says tune. The tuner was run on heaven 7's kernel, whose loop heaven 9 runs, not on "
        "heaven 9's own; for fp16 nothing it timed beat the default by the 3 % a new default must win by. Heaven 10 changes what no "
-       "configuration can: wgmma takes its operands from shared memory for a whole warpgroup, TMA copies tiles.",
+       f"configuration can: <a href='{GLOSSARY}wgmma'>wgmma</a> takes its operands from shared memory for a "
+       f"whole <a href='{GLOSSARY}warpgroup'>warpgroup</a>, <a href='{GLOSSARY}TMA'>TMA</a> copies tiles "
+       "(chapter 10 introduces all three).",
 }
 # Bank models the autotuner multiplies in (helpers.runtime.tune.rank's shared_eff), per kernel.
 TUNE_SHARED_EFF = {"mma_sync_f16": tuning.ldmatrix_efficiency, "mma_sync_bf16": tuning.ldmatrix_efficiency}
