@@ -258,3 +258,21 @@ def test_pages_with_a_zoo_figure_give_the_key_to_its_short_plan_names():
         md = "".join("".join(c["source"]) for c in json.loads((book / page).read_text())["cells"]
                      if c["cell_type"] == "markdown")
         assert fig.SHORT_KEY in md, page
+
+
+def test_the_end_to_end_table_leads_with_the_shape_and_names_llm_gemms_last(monkeypatch):
+    """At 412 px the first (sticky) column is all a phone shows beside the ratios: it is the
+    shape, and a row's LLM name, when it has one, is the last column."""
+    from helpers.chapters import end_to_end as e2e
+    from helpers.runtime import results
+    if not (results.artifact("anyshape") or {}).get("end_to_end_hopper"):
+        pytest.skip("no recorded end-to-end zoo")
+    seen = []
+    monkeypatch.setattr(e2e.show, "table", lambda rows, cols, caption: seen.append((rows, cols)))
+    monkeypatch.setattr(e2e.show, "figure", lambda fig: None)
+    e2e.show_end_to_end("end_to_end_hopper", host=False)
+    rows, cols = seen[0]
+    keys = list(cols)
+    assert keys[0] == "shape" and keys[-1] == "GEMM" and not {"M", "N", "K", "label"} & set(keys)
+    assert all(r["shape"] == f"{r['M']} x {r['N']} x {r['K']}" for r in rows)
+    assert any(r["GEMM"] for r in rows) and any(not r["GEMM"] for r in rows)

@@ -108,8 +108,10 @@ def test_ladder_recorded_mode_reuses_the_sweep_records(monkeypatch):
     assert rows[0]["ratio"] is not None and rows[-1]["ratio"] is not None
     for a, b in zip(rows, rows[1:]):
         if b["step"] is not None:
-            assert b["step"] == pytest.approx(b["ratio"] - next(r for r in rows if r["rung"] == b["over"])["ratio"],
-                                              abs=1e-4)
+            over = next(r for r in rows if r["rung"] == b["over"])
+            assert b["step"] == pytest.approx(b["ratio"] - over["ratio"], abs=1e-4)
+            if b["TFLOP/s"] is not None and over["TFLOP/s"] is not None:   # the same step without cuBLAS
+                assert b["step TFLOP/s"] == pytest.approx(b["TFLOP/s"] - over["TFLOP/s"], abs=0.06)
 
 
 def test_recorded_ladder_matches_the_rungs_and_has_provenance():

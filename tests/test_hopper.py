@@ -194,3 +194,22 @@ def test_ladder_figure_names_where_each_series_came_from():
     # the percent axis ticks at round values of its own, not where the ratio axis's grid falls
     y2 = fig.layout.yaxis2
     assert (y2.tickmode, y2.tick0, y2.dtick) == ("linear", 0, 20)
+
+
+@pytest.mark.parametrize("a,b,words", [(0.90, 0.92, "within the noise"), (0.90, 0.88, "within the noise"),
+                                       (0.83, 0.87, "a gain beyond"), (0.92, 0.88, "a loss beyond")])
+def test_a_ladder_step_is_named_by_its_size(a, b, words):
+    """Chapter 10's prose names each fp16 step from the record: within the noise below STEP_NOISE,
+    else a gain or a loss, so a re-recording cannot leave a sentence that its numbers contradict."""
+    assert words in ch.step_words(a, b)
+
+
+def test_the_ladder_prose_names_its_steps_through_glue():
+    """The rung-by-rung bullets quote the step words and the cluster's reading, not typed verdicts."""
+    import nbformat
+    from pathlib import Path
+    nb = nbformat.read(Path(__file__).resolve().parents[1] / "book" / "10_hopper.ipynb", as_version=4)
+    text = " ".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    for name in ("step_r2c1_r2", "step_r2_r3", "step_r3_r4", "cluster_reading"):
+        assert f"{{glue:md}}`{name}`" in text, name
+    assert "within the noise (" not in text and "gains less than" not in text

@@ -325,3 +325,21 @@ def test_the_cublas_comparison_prints_no_ncu_command_line(capsys):
         ch.show_cublas_fp32()
     out = capsys.readouterr().out
     assert "--metrics" not in out and "sections (SpeedOfLight" in out and len(out.splitlines()[-1]) < 300
+
+
+def test_one_panel_gets_its_own_caption_and_no_empty_heaven_column(monkeypatch):
+    """A single profiled kernel (chapter 8's first cell) is captioned as that kernel, and a
+    heaven column that no run fills is left out; the table of every heaven keeps both."""
+    from helpers.figures import profiling as prof_fig
+    runs, _, where = panels.recorded()
+    if not runs:
+        pytest.skip("no recorded panels")
+    seen = []
+    monkeypatch.setattr(prof_fig.show, "table", lambda rows, cols, caption: seen.append((cols, caption)))
+    one = {k: v for k, v in runs[0].items() if k != "heaven"}
+    prof_fig.show_panels([one], where)
+    cols, caption = seen[-1]
+    assert "heaven" not in cols and f"panel of {one['key']}" in caption and "each heaven" not in caption
+    prof_fig.show_panels(runs, where)
+    cols, caption = seen[-1]
+    assert "heaven" in cols and "each heaven's headline kernel" in caption
