@@ -151,3 +151,24 @@ def test_the_recorder_times_rung_2_and_its_pingpong_control():
     r2 = catalog.get("fp8_r2_block")
     got = {r2.params(**p)["PINGPONG"] for k, p in mod.SPEED if k == "fp8_r2_block"}
     assert got == {0, 1}
+
+
+@pytest.mark.parametrize("pairs,shipped,words", [
+    ([(1.0, 1.01), (1.0, 0.99)], False, "no larger than the 2.0%"),
+    ([(1.0, 0.95), (1.0, 0.99)], False, "a loss beyond it at $4096^3$, within it at $8192^3$; so rung 1 ships without"),
+    ([(1.0, 1.05), (1.0, 1.04)], False, "yet rung 1 ships without it"),
+    ([(1.0, 0.95), (1.0, 0.94)], True, "yet rung 1 ships with it")])
+def test_the_cluster_verdict_follows_the_record(pairs, shipped, words):
+    """Chapter 11's sentence on rung 1's cluster is computed from the record: a gap within rung 1's
+    own spread is 'no larger', a larger one is named per size, and a default the data do not back
+    reads 'yet'."""
+    from helpers.chapters import ch12_fp8 as ch
+    assert words in ch.cluster_verdict(pairs, 0.02, shipped)
+
+
+@pytest.mark.parametrize("pairs,words", [([(0.70, 0.60), (0.75, 0.70)], "a loss beyond it at $4096^3$, a loss beyond it at $8192^3$; so"), ([(0.70, 0.71), (0.75, 0.74)], "less than the spread"),
+                                         ([(0.70, 0.75), (0.75, 0.80)], "yet rung 2 ships"),
+                                         ([(0.70, 0.69), (0.75, 0.70)], "within it at $4096^3$, a loss beyond it at $8192^3$; so")])
+def test_the_pingpong_verdict_follows_the_record(pairs, words):
+    from helpers.chapters import ch12_fp8 as ch
+    assert words in ch.pingpong_verdict(pairs, 0)

@@ -17,14 +17,12 @@ from helpers.runtime import anyshape, bench, catalog, compile as kc, gpu, launch
 from helpers.runtime.catalog import Kernel, register
 from helpers.runtime.checks import multiple_of
 
-from .common import Sentence
+from .common import STEP_NOISE, Sentence
 
 FILE = "10_hopper.cu"
 BK, BN = 64, 256                  # fixed by the kernel (static_asserts): one 128-byte swizzle row of K, wgmma n256
 SM90A = ("-arch=sm_90a",)         # wgmma and setmaxnreg exist only in sm_90a machine code
 H200_SMS = 132                    # the recorded GPU's SM count (persistent grids without a GPU here)
-STEP_NOISE = 0.03                 # a rung-to-rung change of the ratio smaller than this is within the
-                                  # spread between runs (the book's "a few hundredths", chapter 0)
 
 
 def _ws(p) -> bool:

@@ -19,6 +19,8 @@ from helpers.runtime import fp8 as rt
 from helpers.runtime.catalog import Kernel, register
 from helpers.runtime.checks import multiple_of, require
 
+from .common import STEP_NOISE, Sentence
+
 FILE = "12_fp8.cu"
 BM, BK = 128, 128                 # rows per CTA (two consumer warpgroups), bytes of K per k-tile
 SM90A = ("-arch=sm_90a",)
@@ -348,6 +350,41 @@ def show_resources() -> None:
 
 
 # ------------------------------------------------------------------ numbers the prose quotes (MyST-NB glue)
+SIZES = ("$4096^3$", "$8192^3$")      # the two shapes the prose's verdicts name, in this order
+
+
+def _per_size(d: list, bound: float) -> tuple[list, str]:
+    """Each size's change ``d`` against ``bound``: "gain", "loss" or "within", and the words for
+    them when they differ between the sizes ("a loss at 4096^3, within it at 8192^3")."""
+    kind = ["gain" if x > bound else "loss" if x < -bound else "within" for x in d]
+    words = ", ".join(f"{'within it' if k == 'within' else 'a ' + k + ' beyond it'} at {n}" for k, n in zip(kind, SIZES))
+    return kind, words
+
+
+def cluster_verdict(pairs: list, spread: float, shipped: bool) -> Sentence:
+    """What the prose says of rung 1's two-CTA cluster: ``pairs`` of (ratio without, ratio with)
+    at 4096^3 and 8192^3, ``spread`` the relative gap between rung 1's own two timings of one
+    shape, ``shipped`` whether rung 1's default has the cluster on."""
+    kind, words = _per_size([w / o - 1 for o, w in pairs], spread)
+    ref = f"the {spread:.1%} by which rung 1's own two timings of one shape differ"
+    agrees = "loss" not in kind if shipped else "gain" not in kind     # the data back the default
+    ships = ("so " if agrees else "yet ") + ("rung 1 ships with it" if shipped else "rung 1 ships without it")
+    if set(kind) == {"within"}:
+        return Sentence(f"a difference no larger than {ref}, {ships}")
+    return Sentence(f"measured against {ref}: {words}; {ships}")
+
+
+def pingpong_verdict(pairs: list, shipped: int) -> Sentence:
+    """What the prose says of rung 2's turns: ``pairs`` of (ratio as shipped, ratio with the other
+    ``PINGPONG``) at 4096^3 and 8192^3; ``shipped`` the default's PINGPONG (0 or 1)."""
+    other = 1 - shipped
+    kind, words = _per_size([o - s for s, o in pairs], STEP_NOISE)
+    keep = ("so " if "gain" not in kind else "yet ") + f"rung 2 ships with `PINGPONG` = {shipped}"
+    if set(kind) == {"within"}:
+        return Sentence(f"the two settings differ by less than the spread between runs, {keep}")
+    return Sentence(f"against the spread between runs, `PINGPONG` = {other} is {words}; {keep}")
+
+
 def prose_values() -> dict:
     """Every measured number the chapter's prose quotes, from results/<gpu>-fp8.json only:
     ``r1_4096``, ``r1_8192`` (rung 1's ratio to cuBLASLt FP8), ``r1_tflops_8192``, ``lt_tflops_8192``,
@@ -356,7 +393,8 @@ def prose_values() -> dict:
     the scale path: every consumer thread loads its scales from global memory), ``r2_bn128_4096``,
     ``r2_bn128_8192`` (the control of the tile: 128 x 128 with those loads), ``r1_bf16_4096``, ``r1_bf16_8192`` (rung 1 to cuBLAS bf16), ``r1_twice_x`` (how far rung 1's two
     timings of one shape, one beside each reference, differ in TFLOP/s: the larger relative gap),
-    ``p{P}_8192`` (the promotion builds), ``err_p0``, ``err_p1``, ``err_block``, ``err_bf16`` (errors
+    ``r1_cluster_verdict`` and ``r2_pingpong_verdict`` (what the prose says of the two switches:
+    :func:`cluster_verdict`, :func:`pingpong_verdict`), ``p{P}_8192`` (the promotion builds), ``err_p0``, ``err_p1``, ``err_block``, ``err_bf16`` (errors
     at the largest recorded K, uniform inputs), ``acc_k`` (that K), ``probe_kept_max`` (the largest
     e whose small term survived across k-tiles; ``probe_steps_max`` across the k32 steps of one
     k-tile, ``probe_within_max`` inside one instruction), ``torch``. KeyError when something is missing."""
@@ -393,6 +431,11 @@ def prose_values() -> dict:
     # rung 1 is timed twice per shape, beside each reference: how far its own two timings differ
     out["r1_twice_x"] = max(abs(run("fp8_r1_tensor", s, CLUSTER_M=1)["value"]
                                 / run("fp8_r1_tensor", s, ref="bf16", CLUSTER_M=1)["value"] - 1) for s in (mid, big))
+    out["r1_cluster_verdict"] = cluster_verdict(
+        [(out["r1_4096"], out["r1c_4096"]), (out["r1_8192"], out["r1c_8192"])], out["r1_twice_x"],
+        catalog.get("fp8_r1_tensor").defaults["CLUSTER_M"] > 1)
+    out["r2_pingpong_verdict"] = pingpong_verdict(
+        [(out["r2_4096"], out["r2_other_4096"]), (out["r2_8192"], out["r2_other_8192"])], pp)
     for P in PROMOTIONS:
         out[f"p{P}_8192"] = run("fp8_promote", big, PROMOTE=P)["ratio"]
     acc = sorted((r for r in doc["accuracy"] if r["dist"] == "positive"), key=lambda r: r["K"])[-1]

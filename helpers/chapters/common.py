@@ -269,6 +269,11 @@ def mnk(shape) -> str:
 GLUE_PREFIX = "application/papermill.record/"     # what MyST-NB's glue reads (myst_nb.glue, display=False)
 
 
+# A change of a ratio to a same-run reference smaller than this is within the spread between runs
+# (chapter 0's "a few hundredths"): the prose names such a step as noise, not as a gain or a loss.
+STEP_NOISE = 0.03
+
+
 class Sentence(str):
     """Prose glued as Markdown, for ``{glue:md}`` (in the text's weight; ``{glue:text}`` is bold)."""
 
