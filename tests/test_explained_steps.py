@@ -140,3 +140,14 @@ def test_counter_captions_name_the_recorded_parameters():
     w, m = params["wmma_f16"], params["mma_sync_f16"]
     assert (w["BM"], w["BN"], w["BK"], w["STAGES"], (w["BM"] // w["WM"]) * (w["BN"] // w["WN"])) == (128, 128, 32, 3, 4)
     assert (m["BM"], m["BN"], m["BK"], m["STAGES"], (m["BM"] // m["WM"]) * (m["BN"] // m["WN"])) == (128, 256, 64, 4, 8)
+
+
+def test_verdicts_glued_from_the_record_follow_their_numbers():
+    """The landing page's heaven 9 sentence and chapter 6's sweep sentence are computed, so a
+    re-recording that reorders the numbers changes the words with them."""
+    from helpers.chapters import ch06_wmma, intro
+    assert intro.h9_words(0.53, 0.56, 0.045).startswith("Heaven 9 sits below heaven 7: ")
+    assert "by more than the spread" in intro.h9_words(0.50, 0.56, 0.045)
+    assert "level with or above" in intro.h9_words(0.57, 0.56, 0.045)
+    assert ch06_wmma.sweep_verdict([0.40, 0.44], 0.44) == "no configuration beats the defaults"
+    assert ch06_wmma.sweep_verdict([0.40, 0.45, 0.46], 0.44).startswith("2 of 3 configurations come out above")

@@ -19,7 +19,7 @@ from helpers.runtime import bench, catalog, gpu, launch, panels, precision, resu
 from helpers.runtime.catalog import Kernel, frozen_sweep, register
 
 from . import common
-from .common import TC_BLOCK, TC_GRID, tc_rules
+from .common import TC_BLOCK, TC_GRID, Sentence, tc_rules
 
 
 def _wmma_smem(p, acc_bytes=4, cpad=4):
@@ -361,13 +361,23 @@ def _ratio(key: str, shape=(4096, 4096, 4096), **changes) -> float:
     return rec["ratio"]
 
 
+def sweep_verdict(sweep: list, default: float) -> Sentence:
+    """What the prose says of the recorded sweep (ratios to cuBLAS) against the default's ratio."""
+    above = [x for x in sweep if x > default]
+    if not above:
+        return Sentence("no configuration beats the defaults")
+    return Sentence(f"{len(above)} of {len(sweep)} configurations come out above the defaults, by at most "
+                    f"{max(above) - default:.3f}")
+
+
 def prose_values(shape=(4096, 4096, 4096)) -> dict:
     """Every measured number chapter 6's prose quotes, read from the records only: the ratios to
     cuBLAS of results/<gpu>.json (``wmma_*``, ``mma_ratio``), the recorded Nsight Compute panels of
     WMMA and mma.sync compared per HMMA (``cmp_*``, :func:`counter_rows`; percentages in %,
     stalls in cycles per instruction, ``*_x`` multiples), the shared-memory bank conflicts of
     WMMA's panel by kind (``wmma_conflicts_ld`` / ``_st``, counts) and chapter 7's recorded ladder
-    (``ladder_*``, results/<gpu>-ladder.json). ``bytes_per_flop_x``: the operand bytes per FLOP
+    (``ladder_*``, results/<gpu>-ladder.json), ``wmma_stages4`` / ``wmma_group1`` (a fourth stage,
+    plain block order) and ``wmma_sweep_verdict`` (:func:`sweep_verdict`). ``bytes_per_flop_x``: the operand bytes per FLOP
     of WMMA's block tile over mma.sync's (1/BM + 1/BN, arithmetic). ``wmma_pitch_a0`` / ``_b0``: the
     bytes between two rows of the shared A and B tiles at the defaults with ``PAD = 0`` (2 * BK,
     2 * BN; arithmetic). KeyError when a record is missing."""
@@ -383,6 +393,8 @@ def prose_values(shape=(4096, 4096, 4096)) -> dict:
     return {
         "wmma_ratio": _ratio("wmma_f16", shape),
         "wmma_best": max(sweep), "wmma_pad0": _ratio("wmma_f16", shape, PAD=0),
+        "wmma_stages4": _ratio("wmma_f16", shape, STAGES=4), "wmma_group1": _ratio("wmma_f16", shape, GROUP_M=1),
+        "wmma_sweep_verdict": sweep_verdict(sweep, _ratio("wmma_f16", shape)),
         "mma_ratio": _ratio("mma_sync_f16", shape),
         "cmp_tensor_wmma": r["tensor_pct"]["a"], "cmp_tensor_mma": r["tensor_pct"]["b"],
         "cmp_tensor_idle": 100 - r["tensor_pct"]["a"],

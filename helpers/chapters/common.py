@@ -1,8 +1,7 @@
 """Chapter-level things shared by several chapters: the banner, the running
 table, the live controls (the slider, the note shown instead of one, the sweep's
 progress bar), the roofline cell, and the rule helpers of the catalog entries of
-chapters 4-7 (every rule mirrors a ``static_assert`` of its kernel).
-"""
+chapters 4-7 (every rule mirrors a ``static_assert`` of its kernel)."""
 from __future__ import annotations
 
 import ipywidgets as w
@@ -79,8 +78,8 @@ def tc_rules(p, s):
         (BM % WM == 0, "WM", WM, f"must divide BM={BM} (warp tiles tile the block tile)"),
         (BN % WN == 0, "WN", WN, f"must divide BN={BN} (warp tiles tile the block tile)"),
         (t in (128, 256), "threads per block", t,
-         f"must be 128 or 256 (BM/WM x BN/WN = {warps} warp{'' if warps == 1 else 's'}; a 64x64 warp tile holds 128 fp32 "
-         "accumulators per thread, ~230 registers: at most 256 threads fit the 65536 registers of an SM)"),
+         f"must be 128 or 256 (BM/WM x BN/WN = {warps} warp{'' if warps == 1 else 's'}; a 64x64 warp tile holds "
+         "128 fp32 accumulators per thread, ~230 registers: at most 256 threads fit the 65536 registers of an SM)"),
         (t == 0 or (BM * BK // 8) % t == 0, "BM*BK/8", BM * BK // 8,
          f"16-byte chunks of the A tile must spread evenly over the {t} threads"),
         (t == 0 or (BK * BN // 8) % t == 0, "BK*BN/8", BK * BN // 8,
@@ -267,11 +266,7 @@ def mnk(shape) -> str:
 
 # ------------------------------------------------------------------ numbers the prose quotes
 GLUE_PREFIX = "application/papermill.record/"     # what MyST-NB's glue reads (myst_nb.glue, display=False)
-
-
-# A change of a ratio to a same-run reference smaller than this is within the spread between runs
-# (chapter 0's "a few hundredths"): the prose names such a step as noise, not as a gain or a loss.
-STEP_NOISE = 0.03
+STEP_NOISE = 0.03      # a ratio moving less than this is within the spread between runs ("a few hundredths")
 
 
 class Sentence(str):

@@ -10,7 +10,7 @@ from helpers.figures import profiling as prof_fig, tuning as tuning_fig
 from helpers.models import anyshape, counters, diagnosis
 from helpers.runtime import catalog, defaults, panels, results, roofline, tune
 
-from . import ch08_profiling as ch8
+from . import ch08_profiling as ch8, common
 
 SHAPE = ch8.SHAPE
 
@@ -125,13 +125,23 @@ def tuner_values() -> dict:
 def prose_values() -> dict:
     """Every measured number chapter 8's Markdown quotes (:func:`panel_values`,
     :func:`tuner_values`), the decision table's thresholds (:mod:`helpers.models.diagnosis`, %)
-    and how many heavens' next steps disagree with their diagnosis (``n_excused``, with
-    ``excused``: those heavens in words). KeyError when a record is missing."""
+    how many heavens' next steps disagree with their diagnosis (``n_excused``, with
+    ``excused``: those heavens in words), and what the prose says of heaven 7's diagnosis
+    (``h7_leaves``, ``h7_diagnosis``: "tune", or the bottleneck the table names instead). KeyError when a record is missing."""
     runs, _, _ = panels.recorded()
     rows = prof_fig.diagnosis_rows(runs, ch8.HEAVEN_STEPS, ch8.EXCUSES)
     off = [r["heaven"] for r in rows if r["agree"] and r["agree"] != "yes"]
     words = {2: "two", 3: "three", 4: "four", 5: "five"}
+    h7 = diagnosis.diagnose(_panel(runs, 7)["panel"])
+    tune = h7["step"] == "tune"
     return {**panel_values(runs), **tuner_values(),
+            "h7_leaves": common.Sentence(
+                "heaven 7, with the Tensor pipe busy and no data wait on top, leaves tuning, which is this heaven's job"
+                if tune else f"heaven 7's panel reads as {h7['bottleneck']}, though tuning is this heaven's job"),
+            "h7_diagnosis": common.Sentence(
+                "Heaven 7's diagnosis is \"tune\": no unit is saturated and no data wait is on top." if tune else
+                f"In the record, heaven 7's diagnosis is \"{h7['bottleneck']}\", not \"tune\"; this heaven "
+                "tunes the configuration all the same."),
             "busy": diagnosis.BUSY, "ceiling": diagnosis.CEILING,
             "conflict_share": 100 * diagnosis.CONFLICT_SHARE, "sector_use": diagnosis.SECTOR_USE,
             "n_excused": words.get(len(off), str(len(off))),
