@@ -155,7 +155,7 @@ def test_the_recorder_times_rung_2_and_its_pingpong_control():
 
 @pytest.mark.parametrize("pairs,shipped,words", [
     ([(1.0, 1.01), (1.0, 0.99)], False, "no larger than the 2.0%"),
-    ([(1.0, 0.95), (1.0, 0.99)], False, "a loss beyond it at $4096^3$, within it at $8192^3$; so rung 1 ships without"),
+    ([(1.0, 0.95), (1.0, 0.99)], False, "a loss beyond it at 4096³, within it at 8192³; so rung 1 ships without"),
     ([(1.0, 1.05), (1.0, 1.04)], False, "yet rung 1 ships without it"),
     ([(1.0, 0.95), (1.0, 0.94)], True, "yet rung 1 ships with it")])
 def test_the_cluster_verdict_follows_the_record(pairs, shipped, words):
@@ -166,9 +166,9 @@ def test_the_cluster_verdict_follows_the_record(pairs, shipped, words):
     assert words in ch.cluster_verdict(pairs, 0.02, shipped)
 
 
-@pytest.mark.parametrize("pairs,words", [([(0.70, 0.60), (0.75, 0.70)], "a loss beyond it at $4096^3$, a loss beyond it at $8192^3$; so"), ([(0.70, 0.71), (0.75, 0.74)], "less than the spread"),
+@pytest.mark.parametrize("pairs,words", [([(0.70, 0.60), (0.75, 0.70)], "a loss beyond it at 4096³, a loss beyond it at 8192³; so"), ([(0.70, 0.71), (0.75, 0.74)], "less than the spread"),
                                          ([(0.70, 0.75), (0.75, 0.80)], "yet rung 2 ships"),
-                                         ([(0.70, 0.69), (0.75, 0.70)], "within it at $4096^3$, a loss beyond it at $8192^3$; so")])
+                                         ([(0.70, 0.69), (0.75, 0.70)], "within it at 4096³, a loss beyond it at 8192³; so")])
 def test_the_pingpong_verdict_follows_the_record(pairs, words):
     from helpers.chapters import ch12_fp8 as ch
     assert words in ch.pingpong_verdict(pairs, 0)

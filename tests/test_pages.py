@@ -386,3 +386,15 @@ def test_the_check_reads_what_nbformat_writes(tmp_path):
     """The planted notebooks are real files: the JSON the checks read is the JSON the book holds."""
     _notebook(tmp_path, [SETUP])
     assert json.loads((tmp_path / "planted.ipynb").read_text())["cells"][0]["cell_type"] == "code"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_glued_sentences_hold_no_math(path):
+    """A {glue:md} Sentence is pasted as Markdown without the page's math extension: "$4096^3$"
+    would show its dollars. Sentences write shapes as 4096³."""
+    nb = nbformat.read(path, 4)
+    for c in nb.cells:
+        for o in c.get("outputs", []):
+            md = o.get("data", {}).get("application/papermill.record/text/markdown")
+            if md is not None:
+                assert "$" not in md, f"{path.name}: glued Sentence with math: {md[:120]}"
