@@ -355,7 +355,7 @@ SIZES = ("4096³", "8192³")          # the two shapes the verdicts name, in thi
 
 def _per_size(d: list, bound: float) -> tuple[list, str]:
     """Each size's change ``d`` against ``bound``: "gain", "loss" or "within", and the words for
-    them when they differ between the sizes ("a loss at 4096^3, within it at 8192^3")."""
+    them ("a loss beyond it at 4096³, within it at 8192³")."""
     kind = ["gain" if x > bound else "loss" if x < -bound else "within" for x in d]
     words = ", ".join(f"{'within it' if k == 'within' else 'a ' + k + ' beyond it'} at {n}" for k, n in zip(kind, SIZES))
     return kind, words
