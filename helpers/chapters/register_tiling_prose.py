@@ -35,6 +35,26 @@ def _pct(x: float) -> float:
     return (x - 1) * 100
 
 
+def faster_words(x: float) -> Sentence:
+    """A speed ratio in words: "1.2 % faster" or "0.4 % slower"."""
+    return Sentence(f"{abs(_pct(x)):.1f} % {'faster' if x >= 1 else 'slower'}")
+
+
+def alone_words(serp: float, interior: float) -> Sentence:
+    """Which of the two switches helps alone (speed ratios of each over neither)."""
+    helps = [n for n, x in (("the serpentine order", serp), ("the unchecked interior", interior)) if x > 1]
+    return Sentence("neither switch helps alone" if not helps else "both switches help alone" if len(helps) == 2
+                    else f"only {helps[0]} helps alone")
+
+
+def flags_takeaway(serp: float, interior: float, both: float) -> Sentence:
+    """The chapter's summary line on the two switches at 128 x 128 x 8 (speed ratios over neither)."""
+    if max(serp, interior) <= 1 < both:
+        return Sentence(f"each does little or harm alone, together they gain {_pct(both):.1f} %")
+    return Sentence(f"alone they move the speed by {_pct(serp):+.1f} % and {_pct(interior):+.1f} %, together by "
+                    f"{_pct(both):+.1f} %, not the sum")
+
+
 def launch_bounds_sentence(doc: dict | None = None) -> Sentence:
     """The pitfall section's sentence on what its twin changes besides the register cap, for a
     ``{glue:md}`` role. ``doc`` is the build-flag record (default: ``results/<gpu>-fp32-flags.json``).
@@ -71,7 +91,10 @@ def prose_values() -> dict:
       tile, %; the last a loss), ``flags_both`` and ``flags_neither`` (ratios to cuBLAS there), ``small_serp_x`` and
       ``small_interior_x`` (each switch alone at 128 x 128 x 8), ``small_both_pct`` (both against
       neither, %), ``small_interior_regs`` (registers of both unchecked-interior builds, equal) and
-      ``small_interior_pct`` (their difference, %);
+      ``small_interior_pct`` (their difference, %); the same effects in words, for sentences whose
+      sign could change with a re-recording: ``serp_checked_words``, ``interior_plain_words``,
+      ``small_both_words`` (:func:`faster_words`), ``small_alone_words`` (:func:`alone_words`) and
+      ``flags_takeaway`` (:func:`flags_takeaway`);
     - step 6's Nsight Compute panel: ``ca_dram_pct`` (DRAM busy, % of peak), ``ca_conflicts_m``
       (shared-memory bank conflicts, millions), ``ca_conflicts_ld`` and ``ca_conflicts_st`` (those
       of shared loads and stores), ``ca_conflict_pct`` (conflicts per shared wavefront, %);
@@ -111,6 +134,12 @@ def prose_values() -> dict:
     out["small_interior_regs"] = both["registers"] if both["registers"] == plain_int["registers"] else None
     out["small_interior_pct"] = _pct(both["ratio"] / plain_int["ratio"])
     out["ca_plain_small"] = row[SMALL_TILE, "serpentine", False]["ratio"]
+    out["serp_checked_words"] = faster_words(e["serpentine (checked copies)"])
+    out["interior_plain_words"] = faster_words(e["interior (plain order)"])
+    out["small_alone_words"] = alone_words(s["serpentine (checked copies)"], s["interior (plain order)"])
+    out["small_both_words"] = faster_words(both["ratio"] / neither["ratio"])
+    out["flags_takeaway"] = flags_takeaway(s["serpentine (checked copies)"], s["interior (plain order)"],
+                                           both["ratio"] / neither["ratio"])
 
     runs, _, _ = panels.recorded()
     default = dict(catalog.get("cp_async").defaults)
