@@ -151,3 +151,12 @@ def test_verdicts_glued_from_the_record_follow_their_numbers():
     assert "level with or above" in intro.h9_words(0.57, 0.56, 0.045)
     assert ch06_wmma.sweep_verdict([0.40, 0.44], 0.44) == "no configuration beats the defaults"
     assert ch06_wmma.sweep_verdict([0.40, 0.45, 0.46], 0.44).startswith("2 of 3 configurations come out above")
+
+
+def test_block_order_reading_follows_the_spread():
+    """Chapter 7 says plain block order cannot be told apart only while its gap to the default is
+    within the default kernel's own spread between recorded runs."""
+    from helpers.chapters import prose_ch07
+    assert "cannot say" in prose_ch07.group1_reading(0.54, 0.56, 0.045)
+    assert prose_ch07.group1_reading(0.50, 0.56, 0.045).endswith("plain order is slower at 4096³")
+    assert prose_ch07.group1_reading(0.62, 0.56, 0.045).endswith("plain order is faster at 4096³")

@@ -83,7 +83,8 @@ def prose_values(shape=(4096, 4096, 4096)) -> dict:
     (MiB, the recorded device spec), the operand panels one wave reads in each block order (model:
     :func:`helpers.models.raster.wave_panels`, MiB, as the block-order figure gives them) and the
     spread of the default kernel between recorded runs (``spread_lo`` / ``spread_hi``: the lowest
-    and highest ratio of :func:`default_runs`, ``spread_n`` runs, ``spread_x`` the relative gap).
+    and highest ratio of :func:`default_runs`, ``spread_n`` runs, ``spread_x`` the relative gap;
+    ``group1_reading``: what plain block order's gap to the default says against it, :func:`group1_reading`).
     KeyError when a record is missing."""
     data, lad = results.load(), (results.artifact(ch7.LADDER_ARTIFACT) or {}).get("runs", {}).get("float16")
     probes, ldsm = data["extras"]["mma_sync_probes"], results.artifact("ldmatrix")
@@ -124,4 +125,15 @@ def prose_values(shape=(4096, 4096, 4096)) -> dict:
     runs = default_runs(shape)
     out.update(spread_lo=min(runs.values()), spread_hi=max(runs.values()), spread_n=len(runs),
                spread_x=max(runs.values()) / min(runs.values()) - 1)
+    out["group1_reading"] = group1_reading(out["group1"], out["mma_ratio"], out["spread_hi"] - out["spread_lo"])
     return out
+
+
+def group1_reading(group1: float, default: float, spread: float) -> Sentence:
+    """What chapter 7 may say of plain block order (``group1``) against the default (ratios to
+    cuBLAS), given the default kernel's spread between recorded runs."""
+    if abs(group1 - default) <= spread:
+        return Sentence("That gap is smaller than the spread of the default kernel between runs, so these two "
+                        "numbers cannot say whether grouping helps at 4096³")
+    return Sentence("That gap is larger than the spread of the default kernel between runs: in this record plain "
+                    f"order is {'slower' if group1 < default else 'faster'} at 4096³")
