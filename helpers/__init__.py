@@ -3,6 +3,7 @@ checked by import-linter: see pyproject.toml and docs/architecture.md).
 
 chapters/  one module per chapter: its catalog entries and the calls its notebook makes
     common               banner, running table, live slider, roofline cell, shared rule helpers
+    verdicts             one rule for naming a measured change (within the noise, a gain, a loss) in glued prose
     intro                the landing page's glued ratios, read from the records (it has no chapter module)
     heaven_steps         the landing page's table of heavens: what limited each before its step, and the step
     ch00_measuring       transpose warm-up (copy, naive, shared, padded)

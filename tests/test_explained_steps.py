@@ -160,3 +160,11 @@ def test_block_order_reading_follows_the_spread():
     assert "cannot say" in prose_ch07.group1_reading(0.54, 0.56, 0.045)
     assert prose_ch07.group1_reading(0.50, 0.56, 0.045).endswith("plain order is slower at 4096³")
     assert prose_ch07.group1_reading(0.62, 0.56, 0.045).endswith("plain order is faster at 4096³")
+
+
+def test_one_rule_names_a_change_for_every_chapter():
+    """helpers.chapters.verdicts.change_kind: within the bound (inclusive), else the sign."""
+    from helpers.chapters.verdicts import STEP_NOISE, change_kind
+    assert change_kind(0.0) == change_kind(STEP_NOISE) == change_kind(-STEP_NOISE) == "within"
+    assert change_kind(0.031) == "gain" and change_kind(-0.031) == "loss"
+    assert change_kind(0.05, bound=0.1) == "within"

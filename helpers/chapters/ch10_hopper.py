@@ -17,7 +17,8 @@ from helpers.runtime import anyshape, bench, catalog, compile as kc, gpu, launch
 from helpers.runtime.catalog import Kernel, register
 from helpers.runtime.checks import multiple_of
 
-from .common import STEP_NOISE, Sentence
+from .common import Sentence
+from .verdicts import change_kind
 
 FILE = "10_hopper.cu"
 BK, BN = 64, 256                  # fixed by the kernel (static_asserts): one 128-byte swizzle row of K, wgmma n256
@@ -330,10 +331,10 @@ def show_refusals(shape=(4096, 4096, 4096)) -> None:
 # ------------------------------------------------------------------ numbers the prose quotes (MyST-NB glue)
 def step_words(a: float, b: float) -> Sentence:
     """How the prose names a step of the ratio to cuBLAS from ``a`` to ``b`` (fractions): within
-    the noise between runs when it moves by less than :data:`STEP_NOISE`, else a gain or a loss."""
-    if abs(b - a) < STEP_NOISE:
-        return Sentence("a difference within the noise between runs")
-    return Sentence("a gain beyond the noise between runs" if b > a else "a loss beyond the noise between runs")
+    the noise between runs, a gain or a loss (:func:`helpers.chapters.verdicts.change_kind`)."""
+    kind = change_kind(b - a)
+    return Sentence("a difference within the noise between runs" if kind == "within" else
+                    f"a {kind} beyond the noise between runs")
 
 
 def prose_values(shape=(4096, 4096, 4096)) -> dict:
@@ -372,11 +373,11 @@ def prose_values(shape=(4096, 4096, 4096)) -> dict:
     out["r1_read_x"] = out["r1_read_mb"] / out["r2_read_mb"]
     for a, b in (("r2c1", "r2"), ("r2", "r3"), ("r3", "r4")):
         out[f"step_{a}_{b}"] = step_words(out[f"{a}_f16"], out[f"{b}_f16"])
-    d = out["r4_f16"] - out["r3_f16"]
+    kind = change_kind(out["r4_f16"] - out["r3_f16"])
     out["cluster_reading"] = Sentence(
         "fewer bytes read and no gain beyond the noise: DRAM traffic was not what held rung 3 back"
-        if abs(d) < STEP_NOISE else
-        "fewer bytes read and a gain beyond the noise: DRAM traffic held rung 3 back in part" if d > 0 else
+        if kind == "within" else
+        "fewer bytes read and a gain beyond the noise: DRAM traffic held rung 3 back in part" if kind == "gain" else
         "fewer bytes read and yet a loss beyond the noise: what the cluster costs (two blocks wait for "
         "each other's tiles) outweighed what it saved, a reading not timed apart here")
     out["probe_top"] = results.load()["extras"]["mma_sync_probes"]["float16"]["rows"][-1]["ratio"]

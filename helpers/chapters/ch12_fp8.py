@@ -19,7 +19,8 @@ from helpers.runtime import fp8 as rt
 from helpers.runtime.catalog import Kernel, register
 from helpers.runtime.checks import multiple_of, require
 
-from .common import STEP_NOISE, Sentence
+from .common import Sentence
+from .verdicts import STEP_NOISE, change_kind
 
 FILE = "12_fp8.cu"
 BM, BK = 128, 128                 # rows per CTA (two consumer warpgroups), bytes of K per k-tile
@@ -356,7 +357,7 @@ SIZES = ("4096³", "8192³")          # the two shapes the verdicts name, in thi
 def _per_size(d: list, bound: float) -> tuple[list, str]:
     """Each size's change ``d`` against ``bound``: "gain", "loss" or "within", and the words for
     them ("a loss beyond it at 4096³, within it at 8192³")."""
-    kind = ["gain" if x > bound else "loss" if x < -bound else "within" for x in d]
+    kind = [change_kind(x, bound) for x in d]
     words = ", ".join(f"{'within it' if k == 'within' else 'a ' + k + ' beyond it'} at {n}" for k, n in zip(kind, SIZES))
     return kind, words
 

@@ -266,7 +266,6 @@ def mnk(shape) -> str:
 
 # ------------------------------------------------------------------ numbers the prose quotes
 GLUE_PREFIX = "application/papermill.record/"     # what MyST-NB's glue reads (myst_nb.glue, display=False)
-STEP_NOISE = 0.03      # a ratio moving less than this is within the spread between runs ("a few hundredths")
 
 
 class Sentence(str):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from helpers.runtime import results
 
 from . import common, prose_ch07
+from .verdicts import change_kind
 
 ODD = (4093, 4093, 4093)          # chapter 9's odd cube, where cuBLAS is weak
 
@@ -48,7 +49,7 @@ def h9_words(h9: float, h7: float, spread: float) -> common.Sentence:
     what = "its kernel is heaven 7's loop made to take any shape, with tile parameters of its own"
     if h9 >= h7:
         return common.Sentence(f"Heaven 9 sits level with or above heaven 7: {what}.")
-    if h7 - h9 <= spread:
+    if change_kind(h9 - h7, spread) == "within":
         return common.Sentence(f"Heaven 9 sits below heaven 7: {what}, and the gap lies within the spread that "
                                "chapter 7 reports between separate recorded runs of heaven 7's own kernel, so the "
                                "staircase shows no measured cost of the guards.")

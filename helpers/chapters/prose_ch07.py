@@ -14,6 +14,7 @@ from helpers.runtime import catalog, results
 
 from . import ch07_mma_sync as ch7
 from .common import Sentence
+from .verdicts import change_kind
 
 # The ladder's steps in words, by the rung's "change" (glued as Markdown: code in backticks, no $ math).
 LADDER_PHRASES = {"mma.sync": "the code change at WMMA's own tile",
@@ -132,7 +133,7 @@ def prose_values(shape=(4096, 4096, 4096)) -> dict:
 def group1_reading(group1: float, default: float, spread: float) -> Sentence:
     """What chapter 7 may say of plain block order (``group1``) against the default (ratios to
     cuBLAS), given the default kernel's spread between recorded runs."""
-    if abs(group1 - default) <= spread:
+    if change_kind(group1 - default, spread) == "within":
         return Sentence("That gap is smaller than the spread of the default kernel between runs, so these two "
                         "numbers cannot say whether grouping helps at 4096³")
     return Sentence("That gap is larger than the spread of the default kernel between runs: in this record plain "
